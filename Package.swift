@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "ObsServer",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "obs-server", targets: ["ObsServer"]),
+        .library(name: "ObservationCore", targets: ["ObservationCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .target(
+            name: "CMicroHTTPD",
+            linkerSettings: [.linkedLibrary("microhttpd")]
+        ),
+        .target(
+            name: "ObservationCore",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "ObsServer",
+            dependencies: [
+                "CMicroHTTPD",
+                "ObservationCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ObservationCoreTests",
+            dependencies: ["ObservationCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ObsServerTests",
+            dependencies: ["ObsServer", "ObservationCore"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,44 @@
+#ifndef C_MICRO_HTTPD_H
+#define C_MICRO_HTTPD_H
+
+// Fixed-argument wrappers over libmicrohttpd's variadic entry points, which
+// Swift cannot import. Only `HTTPDaemon.swift` in the ObsServer target uses
+// this module.
+
+#include <microhttpd.h>
+#include <stdint.h>
+
+/// Everything `MHD_start_daemon` needs, as a plain struct.
+typedef struct {
+    /// `MHD_USE_*` flags.
+    unsigned int flags;
+    /// Numeric IPv4 or IPv6 address to bind; NULL binds every IPv4 address.
+    const char *_Nullable host;
+    /// TCP port; 0 lets the kernel choose (read it back with `cmhd_bound_port`).
+    uint16_t port;
+    unsigned int thread_pool_size;
+    unsigned int connection_limit;
+    unsigned int connection_memory_limit;
+    unsigned int connection_timeout;
+    unsigned int listen_backlog;
+    MHD_AccessHandlerCallback _Nonnull handler;
+    void *_Nullable handler_context;
+    MHD_RequestCompletedCallback _Nonnull completed;
+    void *_Nullable completed_context;
+} cmhd_daemon_config;
+
+/// Starts a daemon from `config`. Returns NULL on failure, with `*error_out`
+/// set to a short static description (bad address, or the bind failed).
+struct MHD_Daemon *_Nullable cmhd_start_daemon(const cmhd_daemon_config *_Nonnull config,
+                                               const char *_Nullable *_Nonnull error_out);
+
+/// The port the daemon listens on (useful after binding port 0).
+uint16_t cmhd_bound_port(struct MHD_Daemon *_Nonnull daemon);
+
+/// Creates a response whose body is produced by `reader` (an event stream).
+struct MHD_Response *_Nullable cmhd_create_stream_response(size_t block_size,
+                                                           MHD_ContentReaderCallback _Nonnull reader,
+                                                           void *_Nullable context,
+                                                           MHD_ContentReaderFreeCallback _Nonnull free_callback);
+
+#endif

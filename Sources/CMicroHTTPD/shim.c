@@ -1,0 +1,60 @@
+#include "CMicroHTTPD.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+
+struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const char **error_out) {
+    // Why: MHD_start_daemon is variadic; a fixed option array through
+    // MHD_OPTION_ARRAY keeps every option typed on the C side.
+    struct sockaddr_in v4;
+    struct sockaddr_in6 v6;
+    const struct sockaddr *address = NULL;
+    unsigned int flags = config->flags;
+    memset(&v4, 0, sizeof v4);
+    memset(&v6, 0, sizeof v6);
+    if (config->host != NULL) {
+        if (inet_pton(AF_INET, config->host, &v4.sin_addr) == 1) {
+            v4.sin_family = AF_INET;
+            v4.sin_port = htons(config->port);
+            address = (const struct sockaddr *)&v4;
+        } else if (inet_pton(AF_INET6, config->host, &v6.sin6_addr) == 1) {
+            v6.sin6_family = AF_INET6;
+            v6.sin6_port = htons(config->port);
+            address = (const struct sockaddr *)&v6;
+            flags |= MHD_USE_IPv6;
+        } else {
+            *error_out = "not a numeric IPv4 or IPv6 address";
+            return NULL;
+        }
+    }
+    struct MHD_OptionItem options[] = {
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)config->completed, config->completed_context},
+        {MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, config->connection_limit, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, config->connection_memory_limit, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout, NULL},
+        {MHD_OPTION_LISTEN_BACKLOG_SIZE, config->listen_backlog, NULL},
+        {address != NULL ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)address},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    struct MHD_Daemon *daemon = MHD_start_daemon(flags, config->port, NULL, NULL, config->handler,
+                                                 config->handler_context, MHD_OPTION_ARRAY, options,
+                                                 MHD_OPTION_END);
+    if (daemon == NULL) {
+        *error_out = "could not start (is the port in use, or the address not local?)";
+    }
+    return daemon;
+}
+
+uint16_t cmhd_bound_port(struct MHD_Daemon *daemon) {
+    // Why: MHD_get_daemon_info is variadic.
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
+struct MHD_Response *cmhd_create_stream_response(size_t block_size, MHD_ContentReaderCallback reader,
+                                                 void *context, MHD_ContentReaderFreeCallback free_callback) {
+    // Why: MHD_SIZE_UNKNOWN is a macro Swift does not import.
+    return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block_size, reader, context, free_callback);
+}

@@ -1,0 +1,48 @@
+/// Why the core refused an operation. Every refusal leaves the state unchanged.
+///
+/// `Code` is the stable machine-readable reason; the server maps each code to
+/// an HTTP status in exactly one place. `message` is for people, `details`
+/// for programs (a suggestion, an offset, the expected type).
+public struct CoreError: Error, Sendable, Equatable {
+    public enum Code: String, Sendable, CaseIterable {
+        case invalidJSON
+        case invalidRequest
+        case invalidName
+        case invalidKeyPath
+        case unknownKeyPath
+        case typeMismatch
+        case notACollection
+        case indexOutOfRange
+        case readOnly
+        case notFound
+        case conflict
+        case revisionMismatch
+        case limitExceeded
+    }
+
+    public let code: Code
+    public let message: String
+    public let details: JSONObject
+
+    public init(_ code: Code, _ message: String, details: JSONObject = [:]) {
+        self.code = code
+        self.message = message
+        self.details = details
+    }
+}
+
+extension CoreError {
+    static func notFound(_ kind: String, _ id: String) -> CoreError {
+        CoreError(.notFound, "no \(kind) '\(id)'", details: [kind: .string(id)])
+    }
+
+    static func unknownKey(_ key: String, in owner: String, candidates: some Sequence<String>) -> CoreError {
+        var message = "\(owner) has no key '\(key)'"
+        var details: JSONObject = ["key": .string(key)]
+        if let suggestion = Suggestion.closest(to: key, in: candidates) {
+            message += "; did you mean '\(suggestion)'?"
+            details["suggestion"] = .string(suggestion)
+        }
+        return CoreError(.unknownKeyPath, message, details: details)
+    }
+}

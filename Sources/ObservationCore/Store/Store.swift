@@ -1,0 +1,111 @@
+import Synchronization
+
+/// The observation service's state: classes, objects and their values, under one global revision.
+///
+/// Thread-safe: all state lives in one `StoreState` behind one `Mutex`; every
+/// public method takes the lock once, does its work, and returns a value
+/// snapshot. Nothing is called out while the lock is held. A method that
+/// throws has changed nothing and taken no revision.
+public final class Store: Sendable {
+    private let state: Mutex<StoreState>
+
+    public init(limits: StoreLimits = StoreLimits()) {
+        state = Mutex(StoreState(limits: limits))
+    }
+
+    // MARK: - Classes
+
+    /// Creates or replaces the class `name` from `{"properties": {...}}`.
+    public func defineClass(_ name: String, definition: JSON) throws(CoreError) -> (ClassSnapshot, created: Bool) {
+        try state.withLock { state throws(CoreError) in try state.defineClass(name, definition: definition) }
+    }
+
+    public func classes() -> [ClassSnapshot] {
+        state.withLock { state in state.classes.keys.sorted().compactMap { state.classSnapshot($0) } }
+    }
+
+    public func classInfo(_ name: String) throws(CoreError) -> ClassSnapshot {
+        guard let snapshot = state.withLock({ $0.classSnapshot(name) }) else { throw CoreError.notFound("class", name) }
+        return snapshot
+    }
+
+    /// Deletes a class no object uses; returns the revision.
+    public func deleteClass(_ name: String) throws(CoreError) -> Int {
+        try state.withLock { state throws(CoreError) in try state.deleteClass(name) }
+    }
+
+    // MARK: - Objects
+
+    /// Creates an object (with a generated id when `id` is nil).
+    public func createObject(id: String?, className: String?, values: JSONObject) throws(CoreError) -> ObjectSnapshot {
+        let now = Timestamp.now()
+        return try state.withLock { state throws(CoreError) in
+            try state.createObject(id: id, className: className, values: values, now: now)
+        }
+    }
+
+    /// Objects in id order, `limit` at a time, after the cursor `after`.
+    public func objects(className: String?, limit: Int, after cursor: String?) throws(CoreError) -> ObjectPage {
+        try state.withLock { state throws(CoreError) in try state.listObjects(className: className, limit: limit, after: cursor) }
+    }
+
+    public func object(_ id: String) throws(CoreError) -> ObjectSnapshot {
+        try state.withLock { state throws(CoreError) in state.snapshot(try state.existingObject(id)) }
+    }
+
+    /// Sets several keys atomically under one revision; returns it.
+    public func patch(_ id: String, values: JSONObject, ifRevision: Int? = nil) throws(CoreError) -> Int {
+        try state.withLock { state throws(CoreError) in try state.patch(values, of: id, ifRevision: ifRevision) }
+    }
+
+    /// Deletes an object; returns the revision.
+    public func deleteObject(_ id: String) throws(CoreError) -> Int {
+        try state.withLock { state throws(CoreError) in try state.deleteObject(id) }
+    }
+
+    // MARK: - Values (KVC)
+
+    /// `valueForKeyPath:`; also returns the object's revision.
+    public func value(of id: String, at keyPath: String) throws(CoreError) -> (value: JSON, revision: Int) {
+        let path = try KeyPath(keyPath)
+        return try state.withLock { state throws(CoreError) in
+            let object = try state.existingObject(id)
+            try state.checker.check(path, from: object.className)
+            return (try state.read(path, of: id), object.revision)
+        }
+    }
+
+    /// `setValue:forKeyPath:`; returns the new revision.
+    public func setValue(_ value: JSON, of id: String, at keyPath: String, ifRevision: Int? = nil) throws(CoreError) -> Int {
+        let path = try KeyPath(keyPath)
+        return try state.withLock { state throws(CoreError) in
+            try state.setValue(value, at: path, of: id, ifRevision: ifRevision)
+        }
+    }
+
+    /// Applies a to-many mutation to the array at `keyPath`; returns the new revision.
+    public func mutate(_ id: String, at keyPath: String, _ mutation: ArrayMutation, ifRevision: Int? = nil) throws(CoreError) -> Int {
+        let path = try KeyPath(keyPath)
+        return try state.withLock { state throws(CoreError) in
+            try state.mutate(mutation, at: path, of: id, ifRevision: ifRevision)
+        }
+    }
+
+    /// `didChangeValueForKey:` for `manual` keys: checks the key paths and takes a revision.
+    public func notify(_ id: String, keyPaths: [String]) throws(CoreError) -> Int {
+        guard !keyPaths.isEmpty else { throw CoreError(.invalidRequest, "keyPaths must not be empty") }
+        var paths: [KeyPath] = []
+        for text in keyPaths { paths.append(try KeyPath(text)) }
+        return try state.withLock { state throws(CoreError) in
+            let object = try state.existingObject(id)
+            for path in paths { try state.checker.check(path, from: object.className) }
+            return state.nextRevision()
+        }
+    }
+
+    // MARK: - Stats
+
+    public func stats() -> StoreStats {
+        state.withLock { StoreStats(objects: $0.objects.count, classes: $0.classes.count, revision: $0.revision) }
+    }
+}

@@ -1,0 +1,170 @@
+// MARK: - Key-value coding: writes
+
+extension StoreState {
+    /// Where a write lands: the key `key` of the plain JSON object at `inner`
+    /// inside object `objectID` (an empty `inner` means a top-level key).
+    struct WriteTarget {
+        let objectID: String
+        let inner: [String]
+        let key: String
+    }
+
+    /// Finds where `setValue:forKeyPath:` writes: every link but the last must
+    /// be a plain JSON object or a reference; nothing is created on the way.
+    func writeTarget(_ path: KeyPath, from id: String) throws(CoreError) -> WriteTarget {
+        guard let keys = path.keys else {
+            throw CoreError(.invalidKeyPath, "'\(path)' uses a collection operator; it can be read, not set")
+        }
+        let object = try existingObject(id)
+        try checker.check(path, from: object.className)
+        var targetID = id
+        var inner: [String] = []
+        var walked: [String] = []
+        for key in keys.dropLast() {
+            walked.append(key)
+            if inner.isEmpty, let target = objects[targetID], schema(of: target)?.properties[key]?.computed != nil {
+                throw CoreError(.readOnly, "'\(walked.joined(separator: "."))' is computed; nothing can be set through it")
+            }
+            let value = stored(targetID, inner + [key])
+            if let referenced = value.referencedID {
+                guard objects[referenced] != nil else {
+                    throw CoreError(.invalidKeyPath, "'\(walked.joined(separator: "."))' refers to a deleted object")
+                }
+                targetID = referenced
+                inner = []
+            } else if case .object = value {
+                inner.append(key)
+            } else {
+                throw CoreError(.invalidKeyPath,
+                    "'\(walked.joined(separator: "."))' is \(value.isNull ? "null" : "a \(value.typeName)"), not an object; "
+                        + "intermediate objects are not created implicitly")
+            }
+        }
+        return WriteTarget(objectID: targetID, inner: inner, key: keys[keys.count - 1])
+    }
+
+    /// Checks that `value` may be stored at `target`: the key exists in the
+    /// object's class, is not computed, and the value has the declared type.
+    func checkAssignable(_ value: JSON, to target: WriteTarget) throws(CoreError) {
+        guard let object = objects[target.objectID] else { throw CoreError.notFound("object", target.objectID) }
+        var type: PropertyType?
+        if target.inner.isEmpty, let schema = schema(of: object) {
+            guard let spec = schema.properties[target.key] else {
+                throw CoreError.unknownKey(target.key, in: schema.name, candidates: schema.storedNames)
+            }
+            guard spec.computed == nil else {
+                throw CoreError(.readOnly, "'\(target.key)' of \(schema.name) is computed and read-only")
+            }
+            guard spec.type.accepts(value) else {
+                throw CoreError(.typeMismatch, "'\(target.key)' of \(schema.name) is a \(spec.type.name), not a \(value.typeName)",
+                    details: ["expected": .object(spec.type.json), "got": .string(value.typeName)])
+            }
+            type = spec.type
+        }
+        try checkReferences(in: value, as: type, at: target.key)
+    }
+
+    /// Every `$ref` inside `value` names an existing object (of the declared class, when `type` names one),
+    /// and no other object uses the reserved member `$ref`.
+    func checkReferences(in value: JSON, as type: PropertyType?, at key: String) throws(CoreError) {
+        switch value {
+        case .object(let members):
+            if let id = value.referencedID {
+                guard let target = objects[id] else {
+                    throw CoreError(.notFound, "'\(key)' refers to object '\(id)', which does not exist", details: ["object": .string(id)])
+                }
+                if case .ref(let className?)? = type, target.className != className {
+                    throw CoreError(.typeMismatch, "'\(key)' must refer to a \(className), and '\(id)' is a \(target.className ?? "plain object")")
+                }
+            } else {
+                if members["$ref"] != nil {
+                    throw CoreError(.invalidRequest, "'\(key)': a reference is exactly {\"$ref\": \"object-id\"}")
+                }
+                for (member, inner) in members { try checkReferences(in: inner, as: nil, at: member) }
+            }
+        case .array(let elements):
+            var itemType: PropertyType?
+            if case .array(let items)? = type { itemType = items }
+            for element in elements { try checkReferences(in: element, as: itemType, at: key) }
+        default:
+            break
+        }
+    }
+
+    /// The stored (never computed) value at `path` inside object `id`, through plain objects; `null` when absent.
+    func stored(_ id: String, _ path: [String]) -> JSON {
+        guard let first = path.first, var value = objects[id]?.values[first] else { return .null }
+        for step in path.dropFirst() {
+            guard case .object(let members) = value else { return .null }
+            value = members[step] ?? .null
+        }
+        return value
+    }
+
+    func storedValue(at target: WriteTarget) -> JSON { stored(target.objectID, target.inner + [target.key]) }
+
+    /// Stores `value` at `target` (already checked) under `revision`.
+    mutating func store(_ value: JSON, at target: WriteTarget, revision: Int) {
+        objects[target.objectID]?.values.assign(value, at: target.inner[...], key: target.key)
+        objects[target.objectID]?.revision = revision
+    }
+
+    // MARK: - Operations
+
+    mutating func setValue(_ value: JSON, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError) -> Int {
+        try checkRevision(try existingObject(id), ifRevision)
+        let target = try writeTarget(path, from: id)
+        try checkAssignable(value, to: target)
+        let revision = nextRevision()
+        store(value, at: target, revision: revision)
+        return revision
+    }
+
+    /// Sets several top-level keys at once, under one revision (all or none).
+    mutating func patch(_ values: JSONObject, of id: String, ifRevision: Int?) throws(CoreError) -> Int {
+        let object = try existingObject(id)
+        try checkRevision(object, ifRevision)
+        guard !values.isEmpty else { return object.revision }
+        var targets: [(WriteTarget, JSON)] = []
+        for (key, value) in values {
+            guard Names.isValidKey(key) else {
+                throw CoreError(.invalidKeyPath, "'\(key)' is not a key (PATCH sets keys, not key paths)", details: ["key": .string(key)])
+            }
+            let target = WriteTarget(objectID: id, inner: [], key: key)
+            try checkAssignable(value, to: target)
+            targets.append((target, value))
+        }
+        let revision = nextRevision()
+        for (target, value) in targets { store(value, at: target, revision: revision) }
+        return revision
+    }
+
+    /// Applies a to-many mutation to the array at `path`.
+    mutating func mutate(_ mutation: ArrayMutation, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError) -> Int {
+        try checkRevision(try existingObject(id), ifRevision)
+        let target = try writeTarget(path, from: id)
+        let current = storedValue(at: target)
+        guard case .array(let array) = current else {
+            throw CoreError(.notACollection, "'\(path)' is \(current.isNull ? "null" : "a \(current.typeName)"), not an array")
+        }
+        let result = try mutation.applied(to: array)
+        try checkAssignable(.array(result), to: target)
+        let revision = nextRevision()
+        store(.array(result), at: target, revision: revision)
+        return revision
+    }
+}
+
+extension JSONObject {
+    /// Sets `key` in the plain object reached through `path` (whose links exist and are objects).
+    fileprivate mutating func assign(_ value: JSON, at path: ArraySlice<String>, key: String) {
+        guard let first = path.first else {
+            self[key] = value
+            return
+        }
+        guard case .object(var nested)? = self[first] else { return }
+        self[first] = .null  // drop the second reference so `nested` is mutated in place
+        nested.assign(value, at: path.dropFirst(), key: key)
+        self[first] = .object(nested)
+    }
+}

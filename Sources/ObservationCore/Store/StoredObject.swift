@@ -1,0 +1,42 @@
+/// An object as the store keeps it: stored values only (computed ones are derived on read).
+struct StoredObject: Sendable {
+    let id: String
+    let className: String?
+    /// The revision of the last change to this object's own values.
+    var revision: Int
+    let createdAt: Timestamp
+    var values: JSONObject
+}
+
+/// A read-only view of an object, as `GET /v1/objects/{id}` shows it.
+public struct ObjectSnapshot: Sendable, Equatable {
+    public let id: String
+    public let className: String?
+    public let revision: Int
+    public let createdAt: Timestamp
+    /// Stored values, then computed ones; for a classed object, every property (unset ones as `null`).
+    public let values: JSONObject
+    /// Observers whose `retainObserved` keeps this object alive.
+    public let retainedBy: [String]
+}
+
+/// One page of `GET /v1/objects`.
+public struct ObjectPage: Sendable {
+    public let objects: [ObjectSnapshot]
+    /// The cursor for the next page, when there is one.
+    public let next: String?
+}
+
+/// A class with its bookkeeping, as `GET /v1/classes/{name}` shows it.
+public struct ClassSnapshot: Sendable, Equatable {
+    public let schema: ClassSchema
+    public let revision: Int
+    public let objectCount: Int
+}
+
+/// Counts for `GET /v1/stats`.
+public struct StoreStats: Sendable {
+    public let objects: Int
+    public let classes: Int
+    public let revision: Int
+}
