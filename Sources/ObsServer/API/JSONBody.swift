@@ -1,0 +1,86 @@
+import Foundation
+import ObservationCore
+
+/// A request's JSON object body, with typed access to its members.
+///
+/// Refuses (in this order) a body that is not JSON by its Content-Type (415),
+/// text that does not parse (400 `invalidJSON`), a value that is not an
+/// object, and members not in `allowed` (400 `invalidRequest`, with a
+/// did-you-mean). An empty body reads as `{}`.
+struct JSONBody {
+    let members: JSONObject
+
+    init(_ request: HTTPRequest, allowed: [String]) throws {
+        if let contentType = request.headers.contentType, !Self.isJSON(contentType) {
+            throw APIError.unsupportedMediaType(contentType)
+        }
+        if request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            members = [:]
+            return
+        }
+        guard case .object(let members) = try JSONParser.parse(request.body) else {
+            throw CoreError(.invalidRequest, "the body must be a JSON object")
+        }
+        for key in members.keys where !allowed.contains(key) {
+            throw CoreError.unknownField(key, in: "request body", allowed: allowed)
+        }
+        self.members = members
+    }
+
+    static func isJSON(_ contentType: String) -> Bool {
+        let mediaType = contentType.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return mediaType == "application/json" || mediaType.hasSuffix("+json")
+    }
+
+    /// The member `key` as it is, or nil when absent.
+    subscript(key: String) -> JSON? { members[key] }
+
+    func string(_ key: String) throws -> String? {
+        switch members[key] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        case let other?: throw mismatch(key, "a string", other)
+        }
+    }
+
+    func int(_ key: String) throws -> Int? {
+        switch members[key] {
+        case nil, .null?: return nil
+        case .int(let value)?: return value
+        case .double(let value)? where value.rounded() == value && abs(value) < 9.0e15: return Int(value)
+        case let other?: throw mismatch(key, "an integer", other)
+        }
+    }
+
+    func object(_ key: String) throws -> JSONObject? {
+        switch members[key] {
+        case nil, .null?: return nil
+        case .object(let value)?: return value
+        case let other?: throw mismatch(key, "an object", other)
+        }
+    }
+
+    func array(_ key: String) throws -> [JSON]? {
+        switch members[key] {
+        case nil, .null?: return nil
+        case .array(let value)?: return value
+        case let other?: throw mismatch(key, "an array", other)
+        }
+    }
+
+    /// `key` must be present (any JSON, `null` included).
+    func required(_ key: String) throws -> JSON {
+        guard let value = members[key] else { throw CoreError(.invalidRequest, "'\(key)' is required") }
+        return value
+    }
+
+    func required<T>(_ key: String, _ read: (String) throws -> T?) throws -> T {
+        guard let value = try read(key) else { throw CoreError(.invalidRequest, "'\(key)' is required") }
+        return value
+    }
+
+    private func mismatch(_ key: String, _ expected: String, _ value: JSON) -> CoreError {
+        CoreError(.typeMismatch, "'\(key)' must be \(expected), not a \(value.typeName)",
+            details: ["field": .string(key), "got": .string(value.typeName)])
+    }
+}

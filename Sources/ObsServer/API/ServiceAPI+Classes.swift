@@ -1,0 +1,33 @@
+import ObservationCore
+
+extension ServiceAPI {
+    func registerClasses(in router: inout RouterBuilder) {
+        router.on(.get, "/v1/classes") { _, _ in
+            let classes: [JSON] = store.classes().map { .object($0.json) }
+            return .json(["classes": .array(classes)])
+        }
+        router.on(.put, "/v1/classes/{name}") { request, parameters in
+            let body = try JSONBody(request, allowed: ["properties"])
+            let (snapshot, created) = try store.defineClass(parameters["name"], definition: .object(body.members))
+            return .json(.object(snapshot.json), status: created ? 201 : 200)
+        }
+        router.on(.get, "/v1/classes/{name}") { _, parameters in
+            .json(.object(try store.classInfo(parameters["name"]).json))
+        }
+        router.on(.delete, "/v1/classes/{name}") { _, parameters in
+            _ = try store.deleteClass(parameters["name"])
+            return .noContent
+        }
+    }
+}
+
+extension ClassSnapshot {
+    /// `{"name", "properties", "revision", "objects"}`.
+    var json: JSONObject {
+        var members: JSONObject = ["name": .string(schema.name)]
+        members["properties"] = schema.json["properties"]
+        members["revision"] = .int(revision)
+        members["objects"] = .int(objectCount)
+        return members
+    }
+}

@@ -1,0 +1,52 @@
+import ObservationCore
+
+extension ServiceAPI {
+    /// The largest page `GET /v1/objects` returns.
+    static let maxPageSize = 1000
+
+    func registerObjects(in router: inout RouterBuilder) {
+        router.on(.post, "/v1/objects") { request, _ in
+            let body = try JSONBody(request, allowed: ["id", "class", "values"])
+            let snapshot = try store.createObject(
+                id: try body.string("id"), className: try body.string("class"), values: try body.object("values") ?? [:])
+            var response = HTTPResponse.json(.object(snapshot.json), status: 201)
+            response.headers.append(("Location", "/v1/objects/\(snapshot.id)"))
+            return response
+        }
+        router.on(.get, "/v1/objects") { request, _ in
+            let page = try store.objects(
+                className: request.stringQuery("class"),
+                limit: try request.intQuery("limit", default: 100, in: 1...Self.maxPageSize),
+                after: request.stringQuery("after"))
+            let objects: [JSON] = page.objects.map { .object($0.json) }
+            return .json(["objects": .array(objects), "next": page.next.map(JSON.string) ?? .null])
+        }
+        router.on(.get, "/v1/objects/{id}") { _, parameters in
+            .json(.object(try store.object(parameters["id"]).json))
+        }
+        router.on(.patch, "/v1/objects/{id}") { request, parameters in
+            let body = try JSONBody(request, allowed: ["values", "ifRevision"])
+            return .revision(
+                try store.patch(parameters["id"], values: try body.required("values", body.object),
+                    ifRevision: try body.int("ifRevision")))
+        }
+        router.on(.delete, "/v1/objects/{id}") { _, parameters in
+            _ = try store.deleteObject(parameters["id"])
+            return .noContent
+        }
+    }
+}
+
+extension ObjectSnapshot {
+    /// `{"id", "class", "revision", "createdAt", "values", "retainedBy"}`.
+    var json: JSONObject {
+        [
+            "id": .string(id),
+            "class": className.map(JSON.string) ?? .null,
+            "revision": .int(revision),
+            "createdAt": .string(createdAt.rfc3339),
+            "values": .object(values),
+            "retainedBy": .array(retainedBy.map(JSON.string)),
+        ]
+    }
+}

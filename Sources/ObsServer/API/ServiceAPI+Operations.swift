@@ -1,0 +1,23 @@
+import ObservationCore
+
+extension ServiceAPI {
+    func registerOperations(in router: inout RouterBuilder) {
+        router.on(.get, "/healthz") { _, _ in .json(["status": "ok"]) }
+        router.on(.get, "/v1/stats") { _, _ in
+            let stats = store.stats()
+            let members: JSONObject = [
+                "objects": .int(stats.objects),
+                "classes": .int(stats.classes),
+                "observers": 0,
+                "observations": 0,
+                "subscriptions": 0,
+                "streams": 0,
+                "eventsSent": 0,
+                "requests": .int(counters.requests.load(ordering: .relaxed)),
+                "revision": .int(stats.revision),
+                "uptime": .double((counters.uptimeSeconds * 1000).rounded() / 1000),
+            ]
+            return .json(.object(members))
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+/// `obs-server`: parses flags and `OBS_*` variables, then runs the server until SIGINT/SIGTERM.
+@main
+struct ObsServerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "obs-server",
+        abstract: "Key-Value Observing as a network service.",
+        discussion: """
+            Every option can also be given as an environment variable: OBS_ and the option's name in \
+            upper case with - as _ (OBS_PORT, OBS_MAX_OBJECTS, OBS_ALLOW_OPEN=1). A flag wins over its variable.
+            """)
+
+    @Option(help: "Address to listen on (numeric IPv4/IPv6, or localhost).") var host: String?
+    @Option(help: "TCP port (0: any free port).") var port: UInt16?
+    @Option(help: "Directory for the server's data (created on first start).") var dataDir: String?
+    @Option(help: "Directory of the dashboard's static files.") var publicDir: String?
+    @Option(help: "Require 'Authorization: Bearer <token>' on the API.") var token: String?
+    @Flag(help: "Allow listening on a non-loopback address without a token.") var allowOpen = false
+    @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
+    @Option(help: "HTTP worker threads (default: usable cores).") var threads: Int?
+    @Option(help: "Largest request body in bytes.") var maxBodyBytes: Int?
+    @Option(help: "Most objects the server holds.") var maxObjects: Int?
+    @Option(help: "Most observers the server holds.") var maxObservers: Int?
+    @Option(help: "Most observations and subscriptions per observer.") var maxRegistrationsPerObserver: Int?
+    @Option(help: "Most open event streams, the admin stream included.") var maxStreams: Int?
+
+    func run() throws {
+        let config = try makeConfig(environment: ProcessInfo.processInfo.environment)
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = config.logLevel
+            return handler
+        }
+        let logger = Logger(label: "obs-server")
+        Signals.blockTermination()
+        let server: Server
+        let port: UInt16
+        do {
+            server = try Server(config: config, logger: logger)
+            port = try server.start()
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(2)
+        }
+        let host = config.host.contains(":") ? "[\(config.host)]" : config.host
+        let access = config.token == nil ? "open (no token: anyone who can reach it may use it)" : "token required"
+        logger.notice("obs-server listening on http://\(host):\(port)/ (dashboard at /, API at /v1), \(access)")
+        let signal = Signals.waitForTermination()
+        logger.notice("\(signal) received: shutting down")
+        server.stop()
+        logger.notice("stopped")
+    }
+
+    /// Flags first, then `OBS_*` variables, then defaults.
+    func makeConfig(environment: [String: String]) throws -> ServerConfig {
+        func pick<T: ExpressibleByArgument>(_ flag: T?, _ name: String) throws -> T? {
+            if let flag { return flag }
+            let variable = "OBS_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+            guard let text = environment[variable], !text.isEmpty else { return nil }
+            guard let value = T(argument: text) else { throw ValidationError("\(variable)=\(text) is not a valid value") }
+            return value
+        }
+        var config = ServerConfig()
+        if let host = try pick(host, "host") { config.host = host == "localhost" ? "127.0.0.1" : host }
+        if let port = try pick(port, "port") { config.port = port }
+        config.dataDir = try pick(dataDir, "data-dir")
+        if let publicDir = try pick(publicDir, "public-dir") { config.publicDir = publicDir }
+        config.token = try pick(token, "token")
+        config.allowOpen = allowOpen || ["1", "true", "yes"].contains(environment["OBS_ALLOW_OPEN"]?.lowercased() ?? "")
+        if let level = try pick(logLevel, "log-level") {
+            guard let parsed = Logger.Level(rawValue: level) else {
+                throw ValidationError("log level must be trace, debug, info, notice, warning, error or critical")
+            }
+            config.logLevel = parsed
+        }
+        config.threads = try pick(threads, "threads")
+        if let value = try pick(maxBodyBytes, "max-body-bytes") { config.maxBodyBytes = value }
+        if let value = try pick(maxObjects, "max-objects") { config.maxObjects = value }
+        if let value = try pick(maxObservers, "max-observers") { config.maxObservers = value }
+        if let value = try pick(maxRegistrationsPerObserver, "max-registrations-per-observer") {
+            config.maxRegistrationsPerObserver = value
+        }
+        if let value = try pick(maxStreams, "max-streams") { config.maxStreams = value }
+        do {
+            try config.validate()
+        } catch {
+            throw ValidationError(error.description)
+        }
+        return config
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Logging
+import ObservationCore
+
+/// A configured ObsServer: the store, the API and the HTTP daemon, not yet listening.
+///
+/// `start()` binds and serves; `stop()` closes every connection. Tests build
+/// one with port 0 and read the chosen port from `start()`.
+final class Server: Sendable {
+    let config: ServerConfig
+    let store: Store
+    let router: Router
+    private let daemon: HTTPDaemon
+
+    init(config: ServerConfig, logger: Logger) throws {
+        try config.validate()
+        if let dataDir = config.dataDir { try Self.prepare(dataDir: dataDir) }
+        let store = Store(limits: StoreLimits(maxObjects: config.maxObjects))
+        let counters = ServiceCounters()
+        var builder = RouterBuilder()
+        ServiceAPI(store: store, counters: counters).register(in: &builder)
+        let staticFiles = StaticFiles(root: config.publicDir)
+        let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request.path) }
+        let authenticator = Authenticator(token: config.token)
+        var options = HTTPDaemonOptions(host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes)
+        if let threads = config.threads { options.threads = threads }
+        options.connectionLimit = max(1024, config.maxStreams + 1024)
+        self.daemon = HTTPDaemon(options: options) { request in
+            counters.requests.add(1, ordering: .relaxed)
+            if let refusal = authenticator.refusal(for: request) { return refusal.response }
+            return router.respond(to: request)
+        }
+        self.config = config
+        self.store = store
+        self.router = router
+    }
+
+    /// Starts listening; returns the bound port.
+    func start() throws -> UInt16 { try daemon.start() }
+
+    /// Stops serving: closes every connection and waits for the worker threads.
+    func stop() { daemon.stop() }
+
+    /// Creates the data directory if needed and checks that it is writable.
+    private static func prepare(dataDir: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        } catch {
+            throw ConfigError("cannot create the data directory \(dataDir): \(error.localizedDescription)")
+        }
+        guard FileManager.default.isWritableFile(atPath: dataDir) else {
+            throw ConfigError("the data directory \(dataDir) is not writable")
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import Logging
+import ObservationCore
+
+/// Everything the server is configured with. Built from flags and `OBS_*`
+/// variables by `ObsServerCommand`; tests build it directly.
+struct ServerConfig: Sendable {
+    var host = "127.0.0.1"
+    /// 0 lets the kernel choose (tests).
+    var port: UInt16 = 8080
+    var dataDir: String?
+    var publicDir = "Public"
+    var token: String?
+    var allowOpen = false
+    var logLevel = Logger.Level.info
+    var threads: Int?
+    var maxBodyBytes = 1_048_576
+    var maxObjects = 1_000_000
+    var maxObservers = 100_000
+    var maxRegistrationsPerObserver = 10_000
+    var maxStreams = 10_000
+
+    /// Whether `host` only accepts connections from this machine.
+    var isLoopback: Bool {
+        host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// Refuses settings the server cannot run with safely.
+    func validate() throws(ConfigError) {
+        if token == nil, !isLoopback, !allowOpen {
+            throw ConfigError("refusing to listen on \(host) without a token: set --token (OBS_TOKEN), "
+                + "or pass --allow-open to serve everyone on the network without one")
+        }
+        if let token, token.isEmpty { throw ConfigError("--token must not be empty") }
+        for (name, value) in [("max-body-bytes", maxBodyBytes), ("max-objects", maxObjects), ("max-observers", maxObservers),
+            ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams)] where value < 1 {
+            throw ConfigError("--\(name) must be at least 1")
+        }
+    }
+}
+
+/// A configuration the server refuses, with the reason.
+struct ConfigError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

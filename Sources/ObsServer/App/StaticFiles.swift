@@ -1,0 +1,40 @@
+import Foundation
+import ObservationCore
+
+/// Serves the dashboard's files from `--public-dir` (`/` is `index.html`).
+///
+/// Only plain names below the root are served: no `..`, no hidden files.
+struct StaticFiles: Sendable {
+    let root: String
+
+    func serve(_ path: String) throws -> HTTPResponse {
+        let relative = path == "/" ? "index.html" : String(path.drop { $0 == "/" })
+        let parts = relative.split(separator: "/")
+        guard !parts.isEmpty, parts.allSatisfy({ !$0.hasPrefix(".") }),
+            let data = FileManager.default.contents(atPath: root + "/" + relative),
+            !isDirectory(root + "/" + relative)
+        else { throw APIError.routeNotFound(path) }
+        var response = HTTPResponse(status: 200, contentType: Self.contentType(of: relative), body: Array(data))
+        response.headers.append(("Cache-Control", "no-cache"))
+        return response
+    }
+
+    private func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
+    static func contentType(of name: String) -> String {
+        switch name.split(separator: ".").last?.lowercased() {
+        case "html": "text/html; charset=utf-8"
+        case "js", "mjs": "text/javascript; charset=utf-8"
+        case "css": "text/css; charset=utf-8"
+        case "json": "application/json; charset=utf-8"
+        case "svg": "image/svg+xml"
+        case "png": "image/png"
+        case "ico": "image/x-icon"
+        case "txt": "text/plain; charset=utf-8"
+        default: "application/octet-stream"
+        }
+    }
+}

@@ -1,0 +1,207 @@
+private import CMicroHTTPD
+import Foundation
+import Synchronization
+
+/// Settings for the HTTP daemon.
+struct HTTPDaemonOptions: Sendable {
+    var host: String
+    var port: UInt16
+    /// Worker threads (epoll, each with its own event loop); defaults to the usable cores.
+    var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    var connectionLimit = 19_000
+    /// Per-connection buffer memory in libmicrohttpd (small keeps idle streams cheap).
+    var connectionMemoryLimit = 16 * 1024
+    /// Seconds before an idle keep-alive connection is closed.
+    var connectionTimeout = 120
+    var maxBodyBytes: Int
+}
+
+/// The libmicrohttpd daemon, and the only Swift type that sees it.
+///
+/// Runs libmicrohttpd with epoll on an internal thread pool, with
+/// suspend/resume enabled (event streams suspend while they have nothing to
+/// send). Requests are collected (headers, query, body up to the limit) and
+/// handed to `handler` as a plain `HTTPRequest` on the worker thread; its
+/// answer is queued on the same call.
+///
+/// Thread-safety: `handler` runs concurrently on all worker threads. The
+/// daemon pointer is set by `start()` and cleared by `stop()`, both under `daemon`'s lock.
+/// Lifetime: the daemon must be stopped before this object is released
+/// (callbacks hold it unretained).
+final class HTTPDaemon: Sendable {
+    typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+    private let options: HTTPDaemonOptions
+    private let handler: Handler
+    private let daemon = Mutex<DaemonHandle?>(nil)
+
+    init(options: HTTPDaemonOptions, handler: @escaping Handler) {
+        self.options = options
+        self.handler = handler
+    }
+
+    deinit {
+        assert(daemon.withLock { $0 == nil }, "HTTPDaemon released while running: call stop() first")
+    }
+
+    /// Binds and starts serving; returns the port (useful with port 0).
+    func start() throws -> UInt16 {
+        try daemon.withLock { handle in
+            precondition(handle == nil, "HTTPDaemon started twice")
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            var errorText: UnsafePointer<CChar>?
+            let started: OpaquePointer? = options.host.withCString { host in
+                var config = cmhd_daemon_config(
+                    flags: MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+                        | MHD_USE_ERROR_LOG.rawValue,
+                    host: host, port: options.port, thread_pool_size: UInt32(options.threads),
+                    connection_limit: UInt32(options.connectionLimit),
+                    connection_memory_limit: UInt32(options.connectionMemoryLimit),
+                    connection_timeout: UInt32(options.connectionTimeout), listen_backlog: 4096,
+                    handler: Self.accessHandler, handler_context: context,
+                    completed: Self.completedHandler, completed_context: context)
+                return cmhd_start_daemon(&config, &errorText)
+            }
+            guard let started else {
+                let reason = errorText.map { String(cString: $0) } ?? "unknown error"
+                throw HTTPDaemonError(message: "cannot listen on \(options.host):\(options.port): \(reason)")
+            }
+            handle = DaemonHandle(pointer: started)
+            return cmhd_bound_port(started)
+        }
+    }
+
+    /// Stops accepting and closes every connection. Idempotent.
+    func stop() {
+        guard let handle = daemon.withLock({ $0.take() }) else { return }
+        MHD_stop_daemon(handle.pointer)
+    }
+
+    // MARK: - Callbacks (C → Swift)
+
+    /// Called by libmicrohttpd for the headers, for each body chunk, and once more to answer.
+    private static let accessHandler: MHD_AccessHandlerCallback = {
+        context, connection, url, method, _, uploadData, uploadDataSize, requestContext in
+        guard let context, let connection, let url, let method, let uploadDataSize, let requestContext else {
+            return .NO
+        }
+        let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
+        guard let pointer = requestContext.pointee else {
+            let pending = PendingRequest(method: String(cString: method), path: String(cString: url))
+            requestContext.pointee = Unmanaged.passRetained(pending).toOpaque()
+            return daemon.begin(pending, connection)
+        }
+        let pending = Unmanaged<PendingRequest>.fromOpaque(pointer).takeUnretainedValue()
+        let size = uploadDataSize.pointee
+        if size > 0 {
+            if let uploadData, pending.rejection == nil {
+                if pending.body.count + size > daemon.options.maxBodyBytes {
+                    pending.rejection = APIError.payloadTooLarge(limit: daemon.options.maxBodyBytes)
+                    pending.body = []
+                } else {
+                    uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                        pending.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+                    }
+                }
+            }
+            uploadDataSize.pointee = 0
+            return .YES
+        }
+        return daemon.finish(pending, connection)
+    }
+
+    /// Called when a request ends (answered, or the connection died): releases its state.
+    private static let completedHandler: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+        guard let requestContext, let pointer = requestContext.pointee else { return }
+        Unmanaged<PendingRequest>.fromOpaque(pointer).release()
+        requestContext.pointee = nil
+    }
+
+    /// First call: read the headers; refuse an announced body over the limit at once.
+    private func begin(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
+        pending.headers = HTTPHeaders(
+            contentType: header(connection, "Content-Type"),
+            authorization: header(connection, "Authorization"),
+            accept: header(connection, "Accept"),
+            lastEventID: header(connection, "Last-Event-ID"))
+        if let length = header(connection, "Content-Length").flatMap(Int.init), length > options.maxBodyBytes {
+            // Answering before the body is read makes libmicrohttpd close the connection afterwards: intended here.
+            return queue(APIError.payloadTooLarge(limit: options.maxBodyBytes).response, connection)
+        }
+        return .YES
+    }
+
+    /// Last call: the whole request is in; answer it.
+    private func finish(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
+        if let rejection = pending.rejection { return queue(rejection.response, connection) }
+        let request = HTTPRequest(
+            method: HTTPMethod(rawValue: pending.method), path: pending.path, query: queryArguments(connection),
+            headers: pending.headers, body: pending.body)
+        return queue(handler(request), connection)
+    }
+
+    private func queue(_ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
+        let created = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let created else { return .NO }
+        defer { MHD_destroy_response(created) }
+        if !response.contentType.isEmpty { MHD_add_response_header(created, "Content-Type", response.contentType) }
+        for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
+        return MHD_queue_response(connection, UInt32(response.status), created)
+    }
+
+    private func header(_ connection: OpaquePointer, _ name: String) -> String? {
+        MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+    }
+
+    private func queryArguments(_ connection: OpaquePointer) -> [String: String] {
+        let collector = QueryCollector()
+        withExtendedLifetime(collector) {
+            _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, Self.queryIterator,
+                Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.arguments
+    }
+
+    private static let queryIterator: MHD_KeyValueIterator = { context, _, key, value in
+        guard let context, let key else { return .YES }
+        let collector = Unmanaged<QueryCollector>.fromOpaque(context).takeUnretainedValue()
+        collector.arguments[String(cString: key)] = value.map { String(cString: $0) } ?? ""
+        return .YES
+    }
+}
+
+/// Why the daemon could not start.
+struct HTTPDaemonError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+/// The daemon pointer, boxed so the `Mutex` can own it.
+private struct DaemonHandle: @unchecked Sendable {
+    // Unchecked: the pointer is only used to stop the daemon, once, by the thread that takes it out of the lock.
+    let pointer: OpaquePointer
+}
+
+/// One request's state between libmicrohttpd's calls (headers, body chunks, answer).
+///
+/// Unchecked Sendable: libmicrohttpd calls back for one connection on one
+/// thread at a time, so the fields are never touched concurrently.
+private final class PendingRequest: @unchecked Sendable {
+    let method: String
+    let path: String
+    var headers = HTTPHeaders()
+    var body: [UInt8] = []
+    var rejection: APIError?
+
+    init(method: String, path: String) {
+        self.method = method
+        self.path = path
+    }
+}
+
+/// Collects query arguments during `MHD_get_connection_values` (one thread, one call).
+private final class QueryCollector {
+    var arguments: [String: String] = [:]
+}

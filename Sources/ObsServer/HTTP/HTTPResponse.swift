@@ -1,0 +1,35 @@
+import ObservationCore
+
+/// An HTTP response with a complete body.
+struct HTTPResponse: Sendable {
+    var status: Int
+    var contentType: String
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8]
+
+    static let jsonContentType = "application/json; charset=utf-8"
+
+    /// A JSON response whose body `write` produces.
+    static func json(status: Int = 200, _ write: (inout JSONWriter) -> Void) -> HTTPResponse {
+        var writer = JSONWriter()
+        write(&writer)
+        return HTTPResponse(status: status, contentType: jsonContentType, body: writer.bytes)
+    }
+
+    /// A JSON response with `value` as its body.
+    static func json(_ value: JSON, status: Int = 200) -> HTTPResponse {
+        json(status: status) { $0.write(value) }
+    }
+
+    /// `{"revision": n}`, the answer of most writes.
+    static func revision(_ revision: Int) -> HTTPResponse {
+        json { writer in
+            writer.raw("{\"revision\":")
+            writer.write(revision)
+            writer.raw("}")
+        }
+    }
+
+    /// 204 No Content.
+    static let noContent = HTTPResponse(status: 204, contentType: "", body: [])
+}

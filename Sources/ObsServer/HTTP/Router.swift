@@ -1,0 +1,96 @@
+import Logging
+import ObservationCore
+
+/// Path parameters of a matched route (`{id}` → value).
+struct RouteParameters: Sendable {
+    fileprivate var values: [String: String] = [:]
+
+    /// The value of `{name}` in the route's pattern.
+    subscript(name: String) -> String { values[name] ?? "" }
+}
+
+/// A route handler: throws `APIError` or `CoreError` for error answers.
+typealias RouteHandler = @Sendable (HTTPRequest, RouteParameters) throws -> HTTPResponse
+
+/// Collects routes; `build()` freezes them into an immutable `Router`.
+struct RouterBuilder {
+    fileprivate var routes: [Route] = []
+
+    /// Adds `handler` for `method` on `pattern`, e.g. `/v1/objects/{id}/values/{keyPath}`.
+    mutating func on(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping RouteHandler) {
+        let segments = pattern.split(separator: "/").map { part in
+            part.hasPrefix("{") && part.hasSuffix("}") ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
+        }
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+    }
+
+    /// The frozen router. `fallback` answers GET requests no route matches (static files).
+    func build(logger: Logger, fallback: RouteHandler? = nil) -> Router {
+        Router(routes: Dictionary(grouping: routes, by: \.segments.count), fallback: fallback, logger: logger)
+    }
+}
+
+fileprivate enum Segment: Sendable, Equatable {
+    case literal(String)
+    case parameter(String)
+}
+
+fileprivate struct Route: Sendable {
+    let method: HTTPMethod
+    let pattern: String
+    let segments: [Segment]
+    let handler: RouteHandler
+
+    func match(_ parts: [Substring]) -> RouteParameters? {
+        var parameters = RouteParameters()
+        for (segment, part) in zip(segments, parts) {
+            switch segment {
+            case .literal(let literal): if literal != part { return nil }
+            case .parameter(let name): parameters.values[name] = String(part)
+            }
+        }
+        return parameters
+    }
+}
+
+/// Dispatches requests to handlers; answers 404 and 405 (with `Allow`) itself,
+/// and turns every thrown error into the contract's JSON error body.
+///
+/// Immutable and `Sendable`: built once before the server starts.
+struct Router: Sendable {
+    fileprivate let routes: [Int: [Route]]
+    let fallback: RouteHandler?
+    let logger: Logger
+
+    /// Every (method, pattern) pair, for documentation and tests.
+    var endpoints: [(method: HTTPMethod, pattern: String)] {
+        routes.values.joined().map { ($0.method, $0.pattern) }
+    }
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        let parts = request.path.split(separator: "/")
+        let method = request.method == .head ? HTTPMethod.get : request.method
+        var allowed: [HTTPMethod] = []
+        for route in routes[parts.count] ?? [] {
+            guard let parameters = route.match(parts) else { continue }
+            if route.method == method { return run(route.handler, request, parameters) }
+            allowed.append(route.method)
+        }
+        if !allowed.isEmpty { return APIError.methodNotAllowed(request.method, allowed: allowed).response }
+        if let fallback, method == .get, parts.first != "v1" { return run(fallback, request, RouteParameters()) }
+        return APIError.routeNotFound(request.path).response
+    }
+
+    private func run(_ handler: RouteHandler, _ request: HTTPRequest, _ parameters: RouteParameters) -> HTTPResponse {
+        do {
+            return try handler(request, parameters)
+        } catch let error as APIError {
+            return error.response
+        } catch let error as CoreError {
+            return APIError(error).response
+        } catch {
+            logger.error("unexpected error", metadata: ["path": "\(request.path)", "error": "\(error)"])
+            return APIError.internalError.response
+        }
+    }
+}
