@@ -1,0 +1,155 @@
+import Foundation
+import ObservationCore
+import Testing
+
+@testable import ObsServer
+
+@Suite("HTTP layer")
+struct HTTPLayerTests {
+    @Test("healthz answers ok as JSON")
+    func healthz() throws {
+        try withServer { _, client in
+            let response = try client.get("/healthz")
+            #expect(response.status == 200)
+            #expect(response.json == ["status": "ok"])
+            #expect(response.headers["content-type"] == "application/json; charset=utf-8")
+        }
+    }
+
+    @Test("an unknown route answers 404 notFound as JSON")
+    func unknownRoute() throws {
+        try withServer { _, client in
+            try expectRefused(client, 404, "notFound") { try client.get("/v1/nothing/here") }
+            try expectRefused(client, 404, "notFound") { try client.get("/v1") }
+        }
+    }
+
+    @Test("a wrong method answers 405 with an Allow header")
+    func methodNotAllowed() throws {
+        try withServer { _, client in
+            let response = try expectRefused(client, 405, "methodNotAllowed") { try client.delete("/v1/objects") }
+            #expect(response.headers["allow"] == "POST, GET")
+            let put = try expectRefused(client, 405, "methodNotAllowed") { try client.send("POST", "/v1/classes/X") }
+            #expect(put.headers["allow"]?.split(separator: ",").count == 3)
+        }
+    }
+
+    @Test("one keep-alive connection serves many requests")
+    func keepAlive() throws {
+        try withServer { _, client in
+            for index in 0..<200 {
+                let response = try client.send("POST", "/v1/objects", json: ["id": .string("k\(index)")])
+                #expect(response.status == 201)
+                #expect(response.headers["connection"]?.lowercased() != "close")
+            }
+            #expect(try client.get("/v1/stats")["objects"] == 200)
+        }
+    }
+
+    @Test("a body announced over the limit answers 413 before it is sent")
+    func payloadTooLargeEarly() throws {
+        try withServer(configure: { $0.maxBodyBytes = 1000 }) { _, client in
+            let big = Array(repeating: UInt8(ascii: " "), count: 5000)
+            try expectRefused(client, 413, "payloadTooLarge") { try client.send("POST", "/v1/objects", body: big) }
+        }
+    }
+
+    @Test("a chunked body that grows over the limit answers 413")
+    func payloadTooLargeChunked() throws {
+        try withServer(configure: { $0.maxBodyBytes = 1000 }) { server, client in
+            let chunk = String(repeating: " ", count: 600)
+            let request = "POST /v1/objects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n"
+            let raw = server.client()
+            let response = try raw.raw(Array(request.utf8))
+            #expect(response.status == 413)
+            #expect(response.errorCode == "payloadTooLarge")
+            #expect(try client.get("/v1/stats")["objects"] == 0)
+        }
+    }
+
+    @Test("a body that is not JSON by its Content-Type answers 415")
+    func unsupportedMediaType() throws {
+        try withServer { _, client in
+            try expectRefused(client, 415, "unsupportedMediaType") {
+                try client.send("POST", "/v1/objects", body: Array("id=x".utf8), headers: ["Content-Type": "application/x-www-form-urlencoded"])
+            }
+        }
+    }
+
+    @Test("malformed JSON answers 400 invalidJSON with the offset", arguments: [
+        "{", "{\"id\": }", "[1,]", "{\"id\": \"a\"} x", "nul", "{\"a\": 01}", "\"\\x\"", "{\"a\":\"\u{01}\"}",
+    ])
+    func invalidJSON(text: String) throws {
+        try withServer { _, client in
+            let response = try expectRefused(client, 400, "invalidJSON") {
+                try client.send("POST", "/v1/objects", body: Array(text.utf8), headers: ["Content-Type": "application/json"])
+            }
+            guard case .object(let root) = response.json, case .object(let error)? = root["error"],
+                case .object(let details)? = error["details"]
+            else { Issue.record("no details"); return }
+            #expect(details["offset"] != nil)
+        }
+    }
+
+    @Test("JSON nested deeper than 64 levels answers 400 invalidJSON")
+    func nestingLimit() throws {
+        try withServer { _, client in
+            try client.createObject("deep")
+            let deep = String(repeating: "[", count: 70) + String(repeating: "]", count: 70)
+            try expectRefused(client, 400, "invalidJSON", readBack: "/v1/objects/deep") {
+                try client.send("PUT", "/v1/objects/deep/values/a", body: Array("{\"value\": \(deep)}".utf8))
+            }
+        }
+    }
+
+    @Test("unknown body fields answer 400 invalidRequest with a suggestion")
+    func unknownField() throws {
+        try withServer { _, client in
+            let response = try expectRefused(client, 400, "invalidRequest") {
+                try client.send("POST", "/v1/objects", json: ["id": "a", "valeus": [:]])
+            }
+            #expect(response.text.contains("did you mean 'values'"))
+        }
+    }
+
+    @Test("the dashboard is served at / and files cannot escape the public directory")
+    func staticFiles() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("obs-public-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Data("<h1>dash</h1>".utf8).write(to: directory.appendingPathComponent("index.html"))
+        try Data("export {}".utf8).write(to: directory.appendingPathComponent("app.js"))
+        try withServer(configure: { $0.publicDir = directory.path }) { _, client in
+            let index = try client.get("/")
+            #expect(index.status == 200)
+            #expect(index.text == "<h1>dash</h1>")
+            #expect(index.headers["content-type"] == "text/html; charset=utf-8")
+            #expect(try client.get("/app.js").headers["content-type"] == "text/javascript; charset=utf-8")
+            #expect(try client.get("/../Package.swift").status == 404)
+            #expect(try client.get("/%2e%2e/Package.swift").status == 404)
+            #expect(try client.get("/missing.css").errorCode == "notFound")
+        }
+    }
+
+    @Test("with --token, the API needs the bearer token and healthz stays open")
+    func token() throws {
+        try withServer(configure: { $0.token = "s3cret" }) { _, client in
+            #expect(try client.get("/healthz").status == 200)
+            let refused = try client.get("/v1/stats")
+            #expect(refused.status == 401)
+            #expect(refused.errorCode == "unauthorized")
+            #expect(try client.get("/v1/stats", headers: ["Authorization": "Bearer wrong"]).status == 401)
+            #expect(try client.get("/v1/stats", headers: ["Authorization": "Bearer s3cret"]).status == 200)
+            let create = try client.send("POST", "/v1/objects", json: ["id": "a"], headers: ["Authorization": "Bearer s3cret"])
+            #expect(create.status == 201)
+        }
+    }
+
+    @Test("a non-loopback host without a token is refused at start unless --allow-open")
+    func openHostRefused() throws {
+        #expect(throws: (any Error).self) { try TestServer(configure: { $0.host = "0.0.0.0" }) }
+        let server = try TestServer(configure: { $0.host = "0.0.0.0"; $0.allowOpen = true })
+        server.stop()
+    }
+}
