@@ -1,0 +1,82 @@
+import ObservationCore
+import Testing
+
+@Suite("JSON parsing and writing")
+struct JSONTests {
+    @Test("valid documents parse to the expected value", arguments: validCases)
+    func parses(text: String, expected: JSON) throws {
+        #expect(try JSONParser.parse(text) == expected)
+    }
+
+    @Test("what is written parses back to the same value", arguments: validCases)
+    func roundTrips(text: String, expected: JSON) throws {
+        let written = String(decoding: expected.encoded(), as: UTF8.self)
+        #expect(try JSONParser.parse(written) == expected, "\(written)")
+    }
+
+    @Test("malformed documents are refused with invalidJSON", arguments: [
+        "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "'x'", "01", "1.", ".5", "1e", "-", "+1",
+        "NaN", "Infinity", "tru", "nulll", "\"abc", "\"\\q\"", "\"\\u12\"", "\"\\ud800\"", "\"\u{7}\"", "[1 2]",
+        "1 2", "{\"a\":1}}", "1e999",
+    ])
+    func refuses(text: String) {
+        #expect(throws: CoreError.self) { try JSONParser.parse(text) }
+        do {
+            _ = try JSONParser.parse(text)
+        } catch {
+            #expect(error.code == .invalidJSON)
+            #expect(error.details["offset"] != nil)
+        }
+    }
+
+    @Test("invalid UTF-8 inside a string is refused")
+    func invalidUTF8() {
+        #expect(throws: CoreError.self) { try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
+    }
+
+    @Test("nesting is limited to 64 levels by default")
+    func depthLimit() throws {
+        let ok = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        #expect(throws: Never.self) { try JSONParser.parse(ok) }
+        #expect(throws: CoreError.self) { try JSONParser.parse(deep) }
+        #expect(throws: CoreError.self) { try JSONParser.parse(String(repeating: "[", count: 100_000)) }
+    }
+
+    @Test("numbers compare numerically and objects without regard to order")
+    func equality() throws {
+        #expect(JSON.int(1) == JSON.double(1.0))
+        #expect(JSON.int(1).hashValue == JSON.double(1.0).hashValue)
+        #expect(try JSONParser.parse("{\"a\":1,\"b\":2}") == JSONParser.parse("{\"b\":2,\"a\":1}"))
+        #expect(JSON.string("1") != JSON.int(1))
+        #expect(JSON.array([1, 2]) != JSON.array([2, 1]))
+    }
+
+    @Test("objects keep insertion order in output; a repeated key keeps its first place and last value")
+    func order() throws {
+        #expect(try JSONParser.parse("{\"z\":1,\"a\":2,\"z\":3}").description == "{\"z\":3,\"a\":2}")
+    }
+
+    @Test("strings are escaped so the output is valid JSON")
+    func escaping() throws {
+        let value = JSON.string("quote\" backslash\\ newline\n tab\t bell\u{7} é 😀")
+        let text = value.description
+        #expect(text == "\"quote\\\" backslash\\\\ newline\\n tab\\t bell\\u0007 é 😀\"")
+        #expect(try JSONParser.parse(text) == value)
+    }
+
+    @Test("references are recognised only in their exact form")
+    func references() throws {
+        #expect(try JSONParser.parse("{\"$ref\":\"p1\"}").referencedID == "p1")
+        #expect(try JSONParser.parse("{\"$ref\":\"p1\",\"x\":1}").referencedID == nil)
+        #expect(try JSONParser.parse("{\"$ref\":1}").referencedID == nil)
+    }
+}
+
+private let validCases: [(String, JSON)] = [
+    ("null", nil), ("true", true), ("false", false), ("0", 0), ("-12", -12), ("3.25", 3.25), ("1e3", 1000.0),
+    ("-0.5E-2", -0.005), ("9223372036854775807", .int(Int.max)), ("1.5e300", 1.5e300),
+    ("\"\"", ""), ("\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"", "a\"b\\c/d\u{8}\u{c}\n\r\t"), ("\"\\u00e9\\ud83d\\ude00\"", "é😀"),
+    ("\"é😀\"", "é😀"), (" [ ] ", []), ("[1,\"x\",null,[true]]", [1, "x", nil, [true]]), ("{}", [:]),
+    ("{\"a\":{\"b\":[1,{\"c\":null}]}}", ["a": ["b": [1, ["c": nil]]]]), ("\n\t{\"k\" : 1 }\r\n", ["k": 1]),
+]
