@@ -22,7 +22,8 @@ struct ClassAPITests {
             guard case .object(let properties) = created["properties"] else { Issue.record("no properties"); return }
             #expect(properties.keys == ["firstName", "lastName", "fullName", "balance"])
             #expect(properties["balance"] == ["type": "number", "notify": "onChange"])
-            let replaced = try client.send("PUT", "/v1/classes/Person", json: ["properties": ["firstName": ["type": "string"]]])
+            let replaced = try client.send(
+                "PUT", "/v1/classes/Person", json: ["properties": ["firstName": ["type": "string"]]])
             #expect(replaced.status == 200)
             #expect(try client.get("/v1/classes/Person")["properties"] == ["firstName": ["type": "string"]])
             let list = try client.get("/v1/classes")
@@ -36,7 +37,9 @@ struct ClassAPITests {
         try withServer { _, client in
             try client.defineClass("Person", Self.person)
             try client.createObject("p1", className: "Person")
-            try expectRefused(client, 409, "conflict", readBack: "/v1/classes/Person") { try client.delete("/v1/classes/Person") }
+            try expectRefused(client, 409, "conflict", readBack: "/v1/classes/Person") {
+                try client.delete("/v1/classes/Person")
+            }
             #expect(try client.delete("/v1/objects/p1").status == 204)
             #expect(try client.delete("/v1/classes/Person").status == 204)
             try expectRefused(client, 404, "notFound") { try client.get("/v1/classes/Person") }
@@ -50,7 +53,9 @@ struct ClassAPITests {
             try client.defineClass("Person", Self.person)
             try client.createObject("p1", className: "Person", values: ["firstName": "Ada", "balance": 3])
             try expectRefused(client, 409, "conflict", readBack: "/v1/classes/Person") {
-                try client.send("PUT", "/v1/classes/Person", json: ["properties": ["firstName": ["type": "number"], "balance": ["type": "number"]]])
+                try client.send(
+                    "PUT", "/v1/classes/Person",
+                    json: ["properties": ["firstName": ["type": "number"], "balance": ["type": "number"]]])
             }
             try expectRefused(client, 409, "conflict", readBack: "/v1/classes/Person") {
                 try client.send("PUT", "/v1/classes/Person", json: ["properties": ["balance": ["type": "number"]]])
@@ -62,16 +67,17 @@ struct ClassAPITests {
     func replaceBreaksOthers() throws {
         try withServer { _, client in
             try client.defineClass("Employee", ["salary": ["type": "number"]])
-            try client.defineClass("Dept", [
-                "employees": ["type": "array", "items": ["type": "ref", "class": "Employee"]],
-                "total": ["type": "number", "computed": "employees.@sum.salary"],
-            ])
+            try client.defineClass(
+                "Dept",
+                [
+                    "employees": ["type": "array", "items": ["type": "ref", "class": "Employee"]],
+                    "total": ["type": "number", "computed": "employees.@sum.salary"],
+                ])
             try expectRefused(client, 409, "conflict", readBack: "/v1/classes/Employee") {
                 try client.send("PUT", "/v1/classes/Employee", json: ["properties": ["pay": ["type": "number"]]])
             }
         }
     }
-
 
     @Test("invalid definitions answer 400 with the reason", arguments: invalidDefinitionsCases)
     func invalidDefinitions(definition: JSON, code: String) throws {
@@ -94,10 +100,14 @@ struct ClassAPITests {
     func cycleThroughReferences() throws {
         try withServer { _, client in
             try expectRefused(client, 400, "invalidRequest") {
-                try client.send("PUT", "/v1/classes/Node", json: ["properties": [
-                    "next": ["type": "ref", "class": "Node"],
-                    "label": ["type": "string", "computed": "next.label"],
-                ]])
+                try client.send(
+                    "PUT", "/v1/classes/Node",
+                    json: [
+                        "properties": [
+                            "next": ["type": "ref", "class": "Node"],
+                            "label": ["type": "string", "computed": "next.label"],
+                        ]
+                    ])
             }
         }
     }
@@ -111,7 +121,10 @@ private let invalidDefinitionsCases: [(JSON, String)] = [
     (["properties": ["a": ["type": "string", "computed": "{b}"]]], "unknownKeyPath"),
     (["properties": ["a": ["type": "string", "computed": "b..c"]]], "invalidKeyPath"),
     (["properties": ["a": ["type": "string", "computed": "{a}"]]], "invalidRequest"),
-    (["properties": ["a": ["type": "number", "computed": "b"], "b": ["type": "number", "computed": "a"]]], "invalidRequest"),
+    (
+        ["properties": ["a": ["type": "number", "computed": "b"], "b": ["type": "number", "computed": "a"]]],
+        "invalidRequest"
+    ),
     (["properties": ["a": ["type": "string", "dependsOn": ["b"]]]], "invalidRequest"),
     (["properties": ["a": ["type": "string"]], "extra": 1], "invalidRequest"),
     (["props": [:]], "invalidRequest"),

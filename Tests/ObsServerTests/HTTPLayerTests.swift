@@ -58,7 +58,8 @@ struct HTTPLayerTests {
     func payloadTooLargeChunked() throws {
         try withServer(configure: { $0.maxBodyBytes = 1000 }) { server, client in
             let chunk = String(repeating: " ", count: 600)
-            let request = "POST /v1/objects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            let request =
+                "POST /v1/objects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
                 + "258\r\n\(chunk)\r\n258\r\n\(chunk)\r\n0\r\n\r\n"
             let raw = server.client()
             let response = try raw.raw(Array(request.utf8))
@@ -72,18 +73,23 @@ struct HTTPLayerTests {
     func unsupportedMediaType() throws {
         try withServer { _, client in
             try expectRefused(client, 415, "unsupportedMediaType") {
-                try client.send("POST", "/v1/objects", body: Array("id=x".utf8), headers: ["Content-Type": "application/x-www-form-urlencoded"])
+                try client.send(
+                    "POST", "/v1/objects", body: Array("id=x".utf8),
+                    headers: ["Content-Type": "application/x-www-form-urlencoded"])
             }
         }
     }
 
-    @Test("malformed JSON answers 400 invalidJSON with the offset", arguments: [
-        "{", "{\"id\": }", "[1,]", "{\"id\": \"a\"} x", "nul", "{\"a\": 01}", "\"\\x\"", "{\"a\":\"\u{01}\"}",
-    ])
+    @Test(
+        "malformed JSON answers 400 invalidJSON with the offset",
+        arguments: [
+            "{", "{\"id\": }", "[1,]", "{\"id\": \"a\"} x", "nul", "{\"a\": 01}", "\"\\x\"", "{\"a\":\"\u{01}\"}",
+        ])
     func invalidJSON(text: String) throws {
         try withServer { _, client in
             let response = try expectRefused(client, 400, "invalidJSON") {
-                try client.send("POST", "/v1/objects", body: Array(text.utf8), headers: ["Content-Type": "application/json"])
+                try client.send(
+                    "POST", "/v1/objects", body: Array(text.utf8), headers: ["Content-Type": "application/json"])
             }
             guard case .object(let root) = response.json, case .object(let error)? = root["error"],
                 case .object(let details)? = error["details"]
@@ -141,7 +147,8 @@ struct HTTPLayerTests {
             #expect(refused.errorCode == "unauthorized")
             #expect(try client.get("/v1/stats", headers: ["Authorization": "Bearer wrong"]).status == 401)
             #expect(try client.get("/v1/stats", headers: ["Authorization": "Bearer s3cret"]).status == 200)
-            let create = try client.send("POST", "/v1/objects", json: ["id": "a"], headers: ["Authorization": "Bearer s3cret"])
+            let create = try client.send(
+                "POST", "/v1/objects", json: ["id": "a"], headers: ["Authorization": "Bearer s3cret"])
             #expect(create.status == 201)
         }
     }
@@ -149,7 +156,9 @@ struct HTTPLayerTests {
     @Test("a non-loopback host without a token is refused at start unless --allow-open")
     func openHostRefused() throws {
         #expect(throws: (any Error).self) { try TestServer(configure: { $0.host = "0.0.0.0" }) }
-        let server = try TestServer(configure: { $0.host = "0.0.0.0"; $0.allowOpen = true })
+        let server = try TestServer(configure: {
+            $0.host = "0.0.0.0"; $0.allowOpen = true
+        })
         server.stop()
     }
 }

@@ -39,7 +39,6 @@ struct ObjectAPITests {
         }
     }
 
-
     @Test("bad creations answer 400/404 and create nothing", arguments: badCreationsCases)
     func badCreate(body: JSON, status: Int, code: String) throws {
         try withServer { _, client in
@@ -52,9 +51,12 @@ struct ObjectAPITests {
     @Test("objects of a class accept only its keys, with the declared types")
     func classChecks() throws {
         try withServer { _, client in
-            try client.defineClass("Account", [
-                "balance": ["type": "integer"], "owner": ["type": "ref", "class": "Person"], "label": ["type": "string"],
-            ])
+            try client.defineClass(
+                "Account",
+                [
+                    "balance": ["type": "integer"], "owner": ["type": "ref", "class": "Person"],
+                    "label": ["type": "string"],
+                ])
             try client.defineClass("Person", ["name": ["type": "string"]])
             try client.createObject("p1", className: "Person", values: ["name": "Ada"])
             try client.createObject("x1")
@@ -143,7 +145,8 @@ struct ObjectAPITests {
         try withServer { _, client in
             let created = try client.createObject("c", values: ["n": 1, "list": [1]])
             guard case .int(let revision) = created["revision"] else { Issue.record("no revision"); return }
-            let first = try client.send("PUT", "/v1/objects/c/values/n", json: ["value": 2, "ifRevision": .int(revision)])
+            let first = try client.send(
+                "PUT", "/v1/objects/c/values/n", json: ["value": 2, "ifRevision": .int(revision)])
             #expect(first.status == 200)
             try expectRefused(client, 412, "revisionMismatch", readBack: "/v1/objects/c") {
                 try client.send("PUT", "/v1/objects/c/values/n", json: ["value": 3, "ifRevision": .int(revision)])
@@ -152,10 +155,13 @@ struct ObjectAPITests {
                 try client.send("PATCH", "/v1/objects/c", json: ["values": ["n": 3], "ifRevision": .int(revision)])
             }
             try expectRefused(client, 412, "revisionMismatch", readBack: "/v1/objects/c") {
-                try client.send("POST", "/v1/objects/c/values/list/mutations",
+                try client.send(
+                    "POST", "/v1/objects/c/values/list/mutations",
                     json: ["kind": "removal", "indexes": [0], "ifRevision": .int(revision)])
             }
-            #expect(try client.send("PATCH", "/v1/objects/c", json: ["values": ["n": 4], "ifRevision": first["revision"]]).status == 200)
+            #expect(
+                try client.send("PATCH", "/v1/objects/c", json: ["values": ["n": 4], "ifRevision": first["revision"]])
+                    .status == 200)
         }
     }
 
@@ -173,7 +179,9 @@ struct ObjectAPITests {
     func objectLimit() throws {
         try withServer(configure: { $0.maxObjects = 3 }) { _, client in
             for index in 0..<3 { try client.createObject("o\(index)") }
-            try expectRefused(client, 429, "limitExceeded") { try client.send("POST", "/v1/objects", json: ["id": "o3"]) }
+            try expectRefused(client, 429, "limitExceeded") {
+                try client.send("POST", "/v1/objects", json: ["id": "o3"])
+            }
             #expect(try client.delete("/v1/objects/o0").status == 204)
             try client.createObject("o3")
         }
@@ -190,7 +198,10 @@ struct ObjectAPITests {
             record(try client.send("PUT", "/v1/objects/r/values/a", json: ["value": 2]))
             _ = try client.get("/v1/objects/r")
             record(try client.send("PATCH", "/v1/objects/r", json: ["values": ["a": 3]]))
-            record(try client.send("POST", "/v1/objects/r/values/l/mutations", json: ["kind": "insertion", "indexes": [0], "values": [1]]))
+            record(
+                try client.send(
+                    "POST", "/v1/objects/r/values/l/mutations",
+                    json: ["kind": "insertion", "indexes": [0], "values": [1]]))
             record(try client.send("POST", "/v1/objects/r/notify", json: ["keyPaths": ["a"]]))
             #expect(revisions == [1, 2, 3, 4, 5])
             #expect(try currentRevision(client) == 5)

@@ -48,7 +48,8 @@ struct StressTests {
         let all = results.flatMap(\.revisions)
         #expect(Set(all).count == all.count, "two writes shared a revision")
         let finalRevision = try currentRevision(setup)
-        #expect(finalRevision == startRevision + all.count, "a successful write took no revision, or a failed one took one")
+        #expect(
+            finalRevision == startRevision + all.count, "a successful write took no revision, or a failed one took one")
         #expect(all.max() == finalRevision)
         // No lost write: each worker's own object holds its last write, and PATCHed pairs stayed equal.
         for worker in 0..<Self.threads {
@@ -86,18 +87,25 @@ struct StressTests {
             for step in 1...requestsPerThread {
                 switch Int.random(in: 0..<10, using: &generator) {
                 case 0..<3:
-                    if record(try client.send("PUT", "/v1/objects/own-\(worker)/values/n", json: ["value": .int(step)]), "put") {
+                    if record(
+                        try client.send("PUT", "/v1/objects/own-\(worker)/values/n", json: ["value": .int(step)]), "put"
+                    ) {
                         log.lastWritten = step
                     }
                 case 3..<5:
-                    _ = record(try client.send("PATCH", "/v1/objects/own-\(worker)", json: ["values": ["a": .int(step), "b": .int(step)]]), "patch")
+                    _ = record(
+                        try client.send(
+                            "PATCH", "/v1/objects/own-\(worker)", json: ["values": ["a": .int(step), "b": .int(step)]]),
+                        "patch")
                 case 5..<7:
                     let body: JSON = ["kind": "insertion", "indexes": [0], "values": [.string("\(worker)-\(step)")]]
-                    if record(try client.send("POST", "/v1/objects/shared/values/log/mutations", json: body), "insert") {
+                    if record(try client.send("POST", "/v1/objects/shared/values/log/mutations", json: body), "insert")
+                    {
                         log.insertions += 1
                     }
                 case 7:
-                    let response = try client.send("POST", "/v1/objects/shared/values/log/mutations", json: ["kind": "removal", "indexes": [0]])
+                    let response = try client.send(
+                        "POST", "/v1/objects/shared/values/log/mutations", json: ["kind": "removal", "indexes": [0]])
                     if response.status == 200 {
                         _ = record(response, "remove")
                         log.removals += 1

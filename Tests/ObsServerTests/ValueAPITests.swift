@@ -7,27 +7,33 @@ import Testing
 struct ValueAPITests {
     /// A department with employees (references), a boss, nested plain JSON, and transactions.
     static func seed(_ client: TestClient) throws {
-        try client.defineClass("Employee", ["name": ["type": "string"], "salary": ["type": "number"], "tags": ["type": "array"]])
-        try client.defineClass("Dept", [
-            "title": ["type": "string"],
-            "employees": ["type": "array", "items": ["type": "ref", "class": "Employee"]],
-            "boss": ["type": "ref", "class": "Employee"],
-            "meta": ["type": "object"],
-            "totalSalary": ["type": "number", "computed": "employees.@sum.salary"],
-            "headline": ["type": "string", "computed": "{title} led by {boss.name}"],
-        ])
-        try client.createObject("e1", className: "Employee", values: ["name": "Ada", "salary": 100, "tags": ["x", "y"]])
+        try client.defineClass(
+            "Employee", ["name": ["type": "string"], "salary": ["type": "number"], "tags": ["type": "array"]])
+        try client.defineClass(
+            "Dept",
+            [
+                "title": ["type": "string"],
+                "employees": ["type": "array", "items": ["type": "ref", "class": "Employee"]],
+                "boss": ["type": "ref", "class": "Employee"],
+                "meta": ["type": "object"],
+                "totalSalary": ["type": "number", "computed": "employees.@sum.salary"],
+                "headline": ["type": "string", "computed": "{title} led by {boss.name}"],
+            ])
+        try client.createObject(
+            "e1", className: "Employee", values: ["name": "Ada", "salary": 100, "tags": ["x", "y"]])
         try client.createObject("e2", className: "Employee", values: ["name": "Alan", "salary": 50, "tags": ["y"]])
         try client.createObject("e3", className: "Employee", values: ["name": "Grace", "salary": 150.5])
-        try client.createObject("d", className: "Dept", values: [
-            "title": "R&D",
-            "employees": [["$ref": "e1"], ["$ref": "e2"], ["$ref": "e3"]],
-            "boss": ["$ref": "e1"],
-            "meta": ["floor": 3, "address": ["city": "Paris"]],
-        ])
-        try client.createObject("free", values: ["list": [3, 1, 2, 1, nil], "words": ["b", "a"], "text": "hi", "n": nil])
+        try client.createObject(
+            "d", className: "Dept",
+            values: [
+                "title": "R&D",
+                "employees": [["$ref": "e1"], ["$ref": "e2"], ["$ref": "e3"]],
+                "boss": ["$ref": "e1"],
+                "meta": ["floor": 3, "address": ["city": "Paris"]],
+            ])
+        try client.createObject(
+            "free", values: ["list": [3, 1, 2, 1, nil], "words": ["b", "a"], "text": "hi", "n": nil])
     }
-
 
     @Test("key paths read through JSON, references, arrays and operators", arguments: readsCases)
     func reads(object: String, keyPath: String, expected: JSON) throws {
@@ -40,20 +46,22 @@ struct ValueAPITests {
         }
     }
 
-    @Test("bad reads answer 400 or 404", arguments: [
-        ("d", "employees.@count.x", 400, "invalidKeyPath"),
-        ("d", "employees.@sum", 400, "invalidKeyPath"),
-        ("d", "@count", 400, "invalidKeyPath"),
-        ("d", "employees.@median.salary", 400, "invalidKeyPath"),
-        ("d", "bos.name", 400, "unknownKeyPath"),
-        ("d", "boss.nmae", 400, "unknownKeyPath"),
-        ("d", "title.length", 400, "unknownKeyPath"),
-        ("d", "title.@count", 400, "notACollection"),
-        ("free", "text.@count", 400, "notACollection"),
-        ("free", "words.@sum.x", 200, ""),
-        ("free", "list.@sum.x", 200, ""),
-        ("none", "a", 404, "notFound"),
-    ])
+    @Test(
+        "bad reads answer 400 or 404",
+        arguments: [
+            ("d", "employees.@count.x", 400, "invalidKeyPath"),
+            ("d", "employees.@sum", 400, "invalidKeyPath"),
+            ("d", "@count", 400, "invalidKeyPath"),
+            ("d", "employees.@median.salary", 400, "invalidKeyPath"),
+            ("d", "bos.name", 400, "unknownKeyPath"),
+            ("d", "boss.nmae", 400, "unknownKeyPath"),
+            ("d", "title.length", 400, "unknownKeyPath"),
+            ("d", "title.@count", 400, "notACollection"),
+            ("free", "text.@count", 400, "notACollection"),
+            ("free", "words.@sum.x", 200, ""),
+            ("free", "list.@sum.x", 200, ""),
+            ("none", "a", 404, "notFound"),
+        ])
     func badReads(object: String, keyPath: String, status: Int, code: String) throws {
         try withServer { _, client in
             try Self.seed(client)
@@ -77,7 +85,8 @@ struct ValueAPITests {
     func writes() throws {
         try withServer { _, client in
             try Self.seed(client)
-            #expect(try client.send("PUT", "/v1/objects/d/values/meta.address.city", json: ["value": "Lyon"]).status == 200)
+            #expect(
+                try client.send("PUT", "/v1/objects/d/values/meta.address.city", json: ["value": "Lyon"]).status == 200)
             #expect(try client.value("d", "meta.address.city") == "Lyon")
             #expect(try client.value("d", "meta.floor") == 3)
             let throughRef = try client.send("PUT", "/v1/objects/d/values/boss.salary", json: ["value": 120])
@@ -87,24 +96,27 @@ struct ValueAPITests {
             #expect(try client.value("d", "totalSalary") == 320.5)
             #expect(try client.send("PUT", "/v1/objects/d/values/boss", json: ["value": ["$ref": "e2"]]).status == 200)
             #expect(try client.value("d", "headline") == "R&D led by Alan")
-            #expect(try client.send("PUT", "/v1/objects/free/values/fresh", json: ["value": ["any": [1, 2]]]).status == 200)
+            #expect(
+                try client.send("PUT", "/v1/objects/free/values/fresh", json: ["value": ["any": [1, 2]]]).status == 200)
             #expect(try client.value("free", "fresh.any") == [1, 2])
         }
     }
 
-    @Test("bad writes answer 400/404 and change nothing", arguments: [
-        ("d", "meta.nothing.city", 400, "invalidKeyPath"),
-        ("d", "employees.salary", 400, "invalidKeyPath"),
-        ("d", "employees.@count", 400, "invalidKeyPath"),
-        ("d", "totalSalary", 400, "readOnly"),
-        ("d", "headline", 400, "readOnly"),
-        ("d", "title.x", 400, "unknownKeyPath"),
-        ("d", "boss.wage", 400, "unknownKeyPath"),
-        ("free", "text.x", 400, "invalidKeyPath"),
-        ("free", "n.x", 400, "invalidKeyPath"),
-        ("free", "bad-key", 400, "invalidKeyPath"),
-        ("none", "a", 404, "notFound"),
-    ])
+    @Test(
+        "bad writes answer 400/404 and change nothing",
+        arguments: [
+            ("d", "meta.nothing.city", 400, "invalidKeyPath"),
+            ("d", "employees.salary", 400, "invalidKeyPath"),
+            ("d", "employees.@count", 400, "invalidKeyPath"),
+            ("d", "totalSalary", 400, "readOnly"),
+            ("d", "headline", 400, "readOnly"),
+            ("d", "title.x", 400, "unknownKeyPath"),
+            ("d", "boss.wage", 400, "unknownKeyPath"),
+            ("free", "text.x", 400, "invalidKeyPath"),
+            ("free", "n.x", 400, "invalidKeyPath"),
+            ("free", "bad-key", 400, "invalidKeyPath"),
+            ("none", "a", 404, "notFound"),
+        ])
     func badWrites(object: String, keyPath: String, status: Int, code: String) throws {
         try withServer { _, client in
             try Self.seed(client)
@@ -141,7 +153,6 @@ struct ValueAPITests {
         }
     }
 
-
     @Test("to-many mutations follow NSIndexSet rules", arguments: mutationsCases)
     func mutations(mutation: JSON, expected: JSON) throws {
         try withServer { _, client in
@@ -152,12 +163,15 @@ struct ValueAPITests {
         }
     }
 
-
     @Test("bad mutations answer 400/404 and change nothing", arguments: badMutationsCases)
     func badMutations(mutation: JSON, path: String, status: Int, code: String) throws {
         try withServer { _, client in
-            try client.defineClass("T", ["list": ["type": "array"], "text": ["type": "string"], "missing": ["type": "any"],
-                "ints": ["type": "array", "items": ["type": "integer"]]])
+            try client.defineClass(
+                "T",
+                [
+                    "list": ["type": "array"], "text": ["type": "string"], "missing": ["type": "any"],
+                    "ints": ["type": "array", "items": ["type": "integer"]],
+                ])
             try client.createObject("m", className: "T", values: ["list": [1, 2, 3], "text": "abc", "ints": [1]])
             if status == 200 {
                 #expect(try client.send("POST", "/v1/objects/m/values\(path)/mutations", json: mutation).status == 200)
@@ -175,10 +189,18 @@ struct ValueAPITests {
             try client.defineClass("A", ["balance": ["type": "number", "notify": "manual"]])
             try client.createObject("a", className: "A", values: ["balance": 1])
             #expect(try client.send("POST", "/v1/objects/a/notify", json: ["keyPaths": ["balance"]]).status == 200)
-            try expectRefused(client, 400, "unknownKeyPath") { try client.send("POST", "/v1/objects/a/notify", json: ["keyPaths": ["balanc"]]) }
-            try expectRefused(client, 400, "invalidRequest") { try client.send("POST", "/v1/objects/a/notify", json: ["keyPaths": []]) }
-            try expectRefused(client, 400, "typeMismatch") { try client.send("POST", "/v1/objects/a/notify", json: ["keyPaths": [1]]) }
-            try expectRefused(client, 404, "notFound") { try client.send("POST", "/v1/objects/b/notify", json: ["keyPaths": ["x"]]) }
+            try expectRefused(client, 400, "unknownKeyPath") {
+                try client.send("POST", "/v1/objects/a/notify", json: ["keyPaths": ["balanc"]])
+            }
+            try expectRefused(client, 400, "invalidRequest") {
+                try client.send("POST", "/v1/objects/a/notify", json: ["keyPaths": []])
+            }
+            try expectRefused(client, 400, "typeMismatch") {
+                try client.send("POST", "/v1/objects/a/notify", json: ["keyPaths": [1]])
+            }
+            try expectRefused(client, 404, "notFound") {
+                try client.send("POST", "/v1/objects/b/notify", json: ["keyPaths": ["x"]])
+            }
         }
     }
 }

@@ -3,53 +3,67 @@ import Testing
 
 @Suite("Names, key paths and suggestions")
 struct NamesTests {
-    @Test("ids accept 1–128 of A–Z a–z 0–9 . _ ~ -", arguments: [
-        ("acct-1", true), ("A.b_c~d-9", true), (String(repeating: "x", count: 128), true),
-        ("", false), (String(repeating: "x", count: 129), false), ("a b", false), ("a/b", false), ("é", false), ("a:b", false),
-    ])
+    @Test(
+        "ids accept 1–128 of A–Z a–z 0–9 . _ ~ -",
+        arguments: [
+            ("acct-1", true), ("A.b_c~d-9", true), (String(repeating: "x", count: 128), true),
+            ("", false), (String(repeating: "x", count: 129), false), ("a b", false), ("a/b", false), ("é", false),
+            ("a:b", false),
+        ])
     func ids(text: String, valid: Bool) {
         #expect(Names.isValidID(text) == valid)
     }
 
-    @Test("keys match ^[A-Za-z_][A-Za-z0-9_]{0,127}$", arguments: [
-        ("name", true), ("_x", true), ("a1_B", true), (String(repeating: "k", count: 128), true),
-        ("", false), ("1a", false), ("a-b", false), ("a.b", false), ("@count", false), (String(repeating: "k", count: 129), false),
-    ])
+    @Test(
+        "keys match ^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+        arguments: [
+            ("name", true), ("_x", true), ("a1_B", true), (String(repeating: "k", count: 128), true),
+            ("", false), ("1a", false), ("a-b", false), ("a.b", false), ("@count", false),
+            (String(repeating: "k", count: 129), false),
+        ])
     func keys(text: String, valid: Bool) {
         #expect(Names.isValidKey(text) == valid)
     }
 
-    @Test("notification names are 1–256 printable characters", arguments: [
-        ("UserDidLogin", true), ("Ünïcödé name ✓", true), (String(repeating: "n", count: 256), true),
-        ("", false), ("tab\there", false), (String(repeating: "n", count: 257), false),
-    ])
+    @Test(
+        "notification names are 1–256 printable characters",
+        arguments: [
+            ("UserDidLogin", true), ("Ünïcödé name ✓", true), (String(repeating: "n", count: 256), true),
+            ("", false), ("tab\there", false), (String(repeating: "n", count: 257), false),
+        ])
     func notificationNames(text: String, valid: Bool) {
         #expect(Names.isValidNotificationName(text) == valid)
     }
 
-    @Test("valid key paths parse", arguments: [
-        "balance", "owner.name", "employees.@count", "transactions.@sum.amount", "a.b.@avg.c.d",
-        "x.@distinctUnionOfObjects.y", "x.@unionOfObjects.y", "x.@min.y", "x.@max.y",
-        Array(repeating: "k", count: 32).joined(separator: "."),
-    ])
+    @Test(
+        "valid key paths parse",
+        arguments: [
+            "balance", "owner.name", "employees.@count", "transactions.@sum.amount", "a.b.@avg.c.d",
+            "x.@distinctUnionOfObjects.y", "x.@unionOfObjects.y", "x.@min.y", "x.@max.y",
+            Array(repeating: "k", count: 32).joined(separator: "."),
+        ])
     func validKeyPaths(text: String) throws {
         let path = try KeyPath(text)
         #expect(path.description == text)
     }
 
-    @Test("invalid key paths are refused with invalidKeyPath", arguments: [
-        "", ".", "a.", ".a", "a..b", "a.@count.x", "a.@sum", "@count", "@sum.x", "a.@sum.x.@count", "a.@foo.x",
-        "a.b-c", "1a", Array(repeating: "k", count: 33).joined(separator: "."), "a.@count.@count",
-    ])
+    @Test(
+        "invalid key paths are refused with invalidKeyPath",
+        arguments: [
+            "", ".", "a.", ".a", "a..b", "a.@count.x", "a.@sum", "@count", "@sum.x", "a.@sum.x.@count", "a.@foo.x",
+            "a.b-c", "1a", Array(repeating: "k", count: 33).joined(separator: "."), "a.@count.@count",
+        ])
     func invalidKeyPaths(text: String) {
         #expect(throws: CoreError.self) { try KeyPath(text) }
         do { _ = try KeyPath(text) } catch { #expect(error.code == .invalidKeyPath) }
     }
 
-    @Test("suggestions find close names and nothing for distant ones", arguments: [
-        ("nmae", ["name", "balance"], "name"), ("balanse", ["name", "balance"], "balance"),
-        ("fulName", ["fullName", "firstName"], "fullName"), ("zzz", ["name", "balance"], nil),
-    ] as [(String, [String], String?)])
+    @Test(
+        "suggestions find close names and nothing for distant ones",
+        arguments: [
+            ("nmae", ["name", "balance"], "name"), ("balanse", ["name", "balance"], "balance"),
+            ("fulName", ["fullName", "firstName"], "fullName"), ("zzz", ["name", "balance"], nil),
+        ] as [(String, [String], String?)])
     func suggestions(word: String, candidates: [String], expected: String?) {
         #expect(Suggestion.closest(to: word, in: candidates) == expected)
     }

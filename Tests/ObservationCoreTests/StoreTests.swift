@@ -19,16 +19,23 @@ struct StoreTests {
     /// Person/Employee/Dept with references, arrays, computed values.
     static func seeded() throws -> Store {
         let store = Store()
-        _ = try store.defineClass("Employee", definition: ["properties": ["name": ["type": "string"], "salary": ["type": "number"]]])
-        _ = try store.defineClass("Dept", definition: ["properties": [
-            "employees": ["type": "array", "items": ["type": "ref", "class": "Employee"]],
-            "boss": ["type": "ref", "class": "Employee"],
-            "total": ["type": "number", "computed": "employees.@sum.salary"],
-            "label": ["type": "string", "computed": "{boss.name} ({employees.@count})"],
-        ]])
+        _ = try store.defineClass(
+            "Employee", definition: ["properties": ["name": ["type": "string"], "salary": ["type": "number"]]])
+        _ = try store.defineClass(
+            "Dept",
+            definition: [
+                "properties": [
+                    "employees": ["type": "array", "items": ["type": "ref", "class": "Employee"]],
+                    "boss": ["type": "ref", "class": "Employee"],
+                    "total": ["type": "number", "computed": "employees.@sum.salary"],
+                    "label": ["type": "string", "computed": "{boss.name} ({employees.@count})"],
+                ]
+            ])
         _ = try store.createObject(id: "e1", className: "Employee", values: ["name": "Ada", "salary": 10])
         _ = try store.createObject(id: "e2", className: "Employee", values: ["name": "Alan", "salary": 20])
-        _ = try store.createObject(id: "d", className: "Dept", values: ["employees": [["$ref": "e1"], ["$ref": "e2"]], "boss": ["$ref": "e1"]])
+        _ = try store.createObject(
+            id: "d", className: "Dept",
+            values: ["employees": [["$ref": "e1"], ["$ref": "e2"]], "boss": ["$ref": "e1"]])
         return store
     }
 
@@ -90,11 +97,18 @@ struct StoreTests {
     @Test("classes: replacing is refused while objects violate it; deleting while used")
     func classLifecycle() throws {
         let store = try Self.seeded()
-        #expect(errorCode { _ = try store.defineClass("Employee", definition: ["properties": ["name": ["type": "number"]]]) } == .conflict)
+        #expect(
+            errorCode {
+                _ = try store.defineClass("Employee", definition: ["properties": ["name": ["type": "number"]]])
+            } == .conflict)
         #expect(errorCode { _ = try store.deleteClass("Employee") } == .conflict)
-        let (snapshot, created) = try store.defineClass("Employee", definition: ["properties": [
-            "name": ["type": "string"], "salary": ["type": "number"], "title": ["type": "string"],
-        ]])
+        let (snapshot, created) = try store.defineClass(
+            "Employee",
+            definition: [
+                "properties": [
+                    "name": ["type": "string"], "salary": ["type": "number"], "title": ["type": "string"],
+                ]
+            ])
         #expect(!created)
         #expect(snapshot.objectCount == 2)
         #expect(try store.object("e1").values["title"] == JSON.null)
@@ -112,9 +126,13 @@ struct StoreTests {
     @Test("templates render null as nothing, numbers and JSON as text")
     func templates() throws {
         let store = Store()
-        _ = try store.defineClass("T", definition: ["properties": [
-            "a": ["type": "any"], "b": ["type": "any"], "t": ["type": "string", "computed": "[{a}|{b}]"],
-        ]])
+        _ = try store.defineClass(
+            "T",
+            definition: [
+                "properties": [
+                    "a": ["type": "any"], "b": ["type": "any"], "t": ["type": "string", "computed": "[{a}|{b}]"],
+                ]
+            ])
         _ = try store.createObject(id: "t", className: "T", values: ["a": 1.5, "b": nil])
         #expect(try store.value(of: "t", at: "t").value == "[1.5|]")
         _ = try store.patch("t", values: ["a": ["x": true], "b": "s"])

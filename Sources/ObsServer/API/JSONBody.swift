@@ -80,7 +80,8 @@ struct JSONBody {
     }
 
     private func mismatch(_ key: String, _ expected: String, _ value: JSON) -> CoreError {
-        CoreError(.typeMismatch, "'\(key)' must be \(expected), not a \(value.typeName)",
+        CoreError(
+            .typeMismatch, "'\(key)' must be \(expected), not a \(value.typeName)",
             details: ["field": .string(key), "got": .string(value.typeName)])
     }
 }

@@ -5,7 +5,8 @@ extension HTTPRequest {
     func intQuery(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = query[name], !text.isEmpty else { return fallback }
         guard let value = Int(text), range.contains(value) else {
-            throw CoreError(.invalidRequest, "query '\(name)' must be an integer in \(range.lowerBound)...\(range.upperBound)",
+            throw CoreError(
+                .invalidRequest, "query '\(name)' must be an integer in \(range.lowerBound)...\(range.upperBound)",
                 details: ["field": .string(name)])
         }
         return value

@@ -8,7 +8,8 @@ extension ServiceAPI {
         router.on(.post, "/v1/objects") { request, _ in
             let body = try JSONBody(request, allowed: ["id", "class", "values"])
             let snapshot = try store.createObject(
-                id: try body.string("id"), className: try body.string("class"), values: try body.object("values") ?? [:])
+                id: try body.string("id"), className: try body.string("class"), values: try body.object("values") ?? [:]
+            )
             var response = HTTPResponse.json(.object(snapshot.json), status: 201)
             response.headers.append(("Location", "/v1/objects/\(snapshot.id)"))
             return response
@@ -27,7 +28,8 @@ extension ServiceAPI {
         router.on(.patch, "/v1/objects/{id}") { request, parameters in
             let body = try JSONBody(request, allowed: ["values", "ifRevision"])
             return .revision(
-                try store.patch(parameters["id"], values: try body.required("values", body.object),
+                try store.patch(
+                    parameters["id"], values: try body.required("values", body.object),
                     ifRevision: try body.int("ifRevision")))
         }
         router.on(.delete, "/v1/objects/{id}") { _, parameters in

@@ -17,7 +17,8 @@ extension ServiceAPI {
         router.on(.put, "/v1/objects/{id}/values/{keyPath}") { request, parameters in
             let body = try JSONBody(request, allowed: ["value", "ifRevision"])
             return .revision(
-                try store.setValue(try body.required("value"), of: parameters["id"], at: parameters["keyPath"],
+                try store.setValue(
+                    try body.required("value"), of: parameters["id"], at: parameters["keyPath"],
                     ifRevision: try body.int("ifRevision")))
         }
         router.on(.post, "/v1/objects/{id}/values/{keyPath}/mutations") { request, parameters in
@@ -35,7 +36,8 @@ extension ServiceAPI {
             }
             let mutation = try ArrayMutation(kind: kind, indexes: indexes, values: try body.array("values") ?? [])
             return .revision(
-                try store.mutate(parameters["id"], at: parameters["keyPath"], mutation, ifRevision: try body.int("ifRevision")))
+                try store.mutate(
+                    parameters["id"], at: parameters["keyPath"], mutation, ifRevision: try body.int("ifRevision")))
         }
         router.on(.post, "/v1/objects/{id}/notify") { request, parameters in
             let body = try JSONBody(request, allowed: ["keyPaths"])

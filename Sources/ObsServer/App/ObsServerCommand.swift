@@ -60,7 +60,9 @@ struct ObsServerCommand: ParsableCommand {
             if let flag { return flag }
             let variable = "OBS_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
             guard let text = environment[variable], !text.isEmpty else { return nil }
-            guard let value = T(argument: text) else { throw ValidationError("\(variable)=\(text) is not a valid value") }
+            guard let value = T(argument: text) else {
+                throw ValidationError("\(variable)=\(text) is not a valid value")
+            }
             return value
         }
         var config = ServerConfig()
@@ -69,7 +71,8 @@ struct ObsServerCommand: ParsableCommand {
         config.dataDir = try pick(dataDir, "data-dir")
         if let publicDir = try pick(publicDir, "public-dir") { config.publicDir = publicDir }
         config.token = try pick(token, "token")
-        config.allowOpen = allowOpen || ["1", "true", "yes"].contains(environment["OBS_ALLOW_OPEN"]?.lowercased() ?? "")
+        config.allowOpen =
+            allowOpen || ["1", "true", "yes"].contains(environment["OBS_ALLOW_OPEN"]?.lowercased() ?? "")
         if let level = try pick(logLevel, "log-level") {
             guard let parsed = Logger.Level(rawValue: level) else {
                 throw ValidationError("log level must be trace, debug, info, notice, warning, error or critical")

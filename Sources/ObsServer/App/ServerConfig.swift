@@ -27,12 +27,15 @@ struct ServerConfig: Sendable {
     /// Refuses settings the server cannot run with safely.
     func validate() throws(ConfigError) {
         if token == nil, !isLoopback, !allowOpen {
-            throw ConfigError("refusing to listen on \(host) without a token: set --token (OBS_TOKEN), "
-                + "or pass --allow-open to serve everyone on the network without one")
+            throw ConfigError(
+                "refusing to listen on \(host) without a token: set --token (OBS_TOKEN), "
+                    + "or pass --allow-open to serve everyone on the network without one")
         }
         if let token, token.isEmpty { throw ConfigError("--token must not be empty") }
-        for (name, value) in [("max-body-bytes", maxBodyBytes), ("max-objects", maxObjects), ("max-observers", maxObservers),
-            ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams)] where value < 1 {
+        for (name, value) in [
+            ("max-body-bytes", maxBodyBytes), ("max-objects", maxObjects), ("max-observers", maxObservers),
+            ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams),
+        ] where value < 1 {
             throw ConfigError("--\(name) must be at least 1")
         }
     }

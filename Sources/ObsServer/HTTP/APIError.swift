@@ -18,7 +18,9 @@ struct APIError: Error, Sendable {
     }
 
     init(_ error: CoreError) {
-        self.init(status: Self.status(of: error.code), code: error.code.rawValue, message: error.message, details: error.details)
+        self.init(
+            status: Self.status(of: error.code), code: error.code.rawValue, message: error.message,
+            details: error.details)
     }
 
     static func status(of code: CoreError.Code) -> Int {
@@ -39,26 +41,31 @@ struct APIError: Error, Sendable {
 
     static func methodNotAllowed(_ method: HTTPMethod, allowed: [HTTPMethod]) -> APIError {
         let allow = allowed.map(\.rawValue).joined(separator: ", ")
-        var error = APIError(status: 405, code: "methodNotAllowed", message: "\(method) is not allowed here; use \(allow)",
+        var error = APIError(
+            status: 405, code: "methodNotAllowed", message: "\(method) is not allowed here; use \(allow)",
             details: ["allow": .array(allowed.map { .string($0.rawValue) })])
         error.headers = [("Allow", allow)]
         return error
     }
 
     static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(status: 413, code: "payloadTooLarge", message: "the request body is over the limit of \(limit) bytes",
+        APIError(
+            status: 413, code: "payloadTooLarge", message: "the request body is over the limit of \(limit) bytes",
             details: ["limit": .int(limit)])
     }
 
     static func unsupportedMediaType(_ contentType: String) -> APIError {
-        APIError(status: 415, code: "unsupportedMediaType",
+        APIError(
+            status: 415, code: "unsupportedMediaType",
             message: "the body must be JSON (Content-Type: application/json), not \(contentType)")
     }
 
-    static let unauthorized = APIError(status: 401, code: "unauthorized",
+    static let unauthorized = APIError(
+        status: 401, code: "unauthorized",
         message: "a valid token is required: send Authorization: Bearer <token>")
 
-    static let internalError = APIError(status: 500, code: "internal", message: "internal error; the request changed nothing")
+    static let internalError = APIError(
+        status: 500, code: "internal", message: "internal error; the request changed nothing")
 
     /// The error as an HTTP response with the contract's JSON body.
     var response: HTTPResponse {

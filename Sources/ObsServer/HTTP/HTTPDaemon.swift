@@ -142,7 +142,8 @@ final class HTTPDaemon: Sendable {
 
     private func queue(_ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
         let created = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
         }
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
@@ -158,7 +159,8 @@ final class HTTPDaemon: Sendable {
     private func queryArguments(_ connection: OpaquePointer) -> [String: String] {
         let collector = QueryCollector()
         withExtendedLifetime(collector) {
-            _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, Self.queryIterator,
+            _ = MHD_get_connection_values(
+                connection, .GET_ARGUMENT_KIND, Self.queryIterator,
                 Unmanaged.passUnretained(collector).toOpaque())
         }
         return collector.arguments

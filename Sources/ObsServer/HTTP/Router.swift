@@ -19,7 +19,8 @@ struct RouterBuilder {
     /// Adds `handler` for `method` on `pattern`, e.g. `/v1/objects/{id}/values/{keyPath}`.
     mutating func on(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping RouteHandler) {
         let segments = pattern.split(separator: "/").map { part in
-            part.hasPrefix("{") && part.hasSuffix("}") ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
+            part.hasPrefix("{") && part.hasSuffix("}")
+                ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }

@@ -19,7 +19,8 @@ public struct JSONParser: ~Copyable {
     }
 
     /// Parses `bytes` as one JSON document.
-    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(CoreError) -> JSON {
+    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(CoreError) -> JSON
+    {
         let result: Result<JSON, CoreError>? = bytes.withContiguousStorageIfAvailable { buffer in
             Result { () throws(CoreError) -> JSON in
                 var parser = JSONParser(buffer, maxDepth: maxDepth)

@@ -44,7 +44,9 @@ public struct KeyPath: Sendable, Hashable, CustomStringConvertible {
         if let operatorIndex, case .collection(let op) = components[operatorIndex] {
             let after = components.count - operatorIndex - 1
             if op == .count, after > 0 { throw Self.invalid(text, "@count must end the key path") }
-            if op != .count, after == 0 { throw Self.invalid(text, "@\(op.rawValue) needs the key path it applies to after it") }
+            if op != .count, after == 0 {
+                throw Self.invalid(text, "@\(op.rawValue) needs the key path it applies to after it")
+            }
         }
         self.components = components
         self.description = text
@@ -73,7 +75,8 @@ public struct KeyPath: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static func invalid(_ text: String, _ reason: String) -> CoreError {
-        CoreError(.invalidKeyPath, "invalid key path '\(text.prefix(200))': \(reason)",
+        CoreError(
+            .invalidKeyPath, "invalid key path '\(text.prefix(200))': \(reason)",
             details: ["keyPath": .string(String(text.prefix(200)))])
     }
 }

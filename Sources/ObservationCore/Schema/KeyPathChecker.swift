@@ -47,9 +47,11 @@ struct KeyPathChecker {
                 case .array(let inner): element = inner
                 case .untyped: element = .untyped
                 case .classed(let schema):
-                    throw CoreError(.notACollection, "@\(op.rawValue) needs a collection, and a \(schema.name) is an object")
+                    throw CoreError(
+                        .notACollection, "@\(op.rawValue) needs a collection, and a \(schema.name) is an object")
                 case .scalar(let type, let owner):
-                    throw CoreError(.notACollection, "@\(op.rawValue) needs a collection, and '\(owner)' is a \(type.name)")
+                    throw CoreError(
+                        .notACollection, "@\(op.rawValue) needs a collection, and '\(owner)' is a \(type.name)")
                 }
                 _ = try context(after: components[(offset + 1)...], from: element, visit: visit)
                 return .untyped
@@ -58,14 +60,17 @@ struct KeyPathChecker {
         return current
     }
 
-    private func step(_ context: Context, _ key: String, _ visit: (ClassSchema, String) -> Void) throws(CoreError) -> Context {
+    private func step(_ context: Context, _ key: String, _ visit: (ClassSchema, String) -> Void) throws(CoreError)
+        -> Context
+    {
         switch context {
         case .untyped:
             return .untyped
         case .array(let element):
             return .array(element: try step(element, key, visit))
         case .scalar(let type, let owner):
-            throw CoreError(.unknownKeyPath, "'\(owner)' is a \(type.name); it has no key '\(key)'",
+            throw CoreError(
+                .unknownKeyPath, "'\(owner)' is a \(type.name); it has no key '\(key)'",
                 details: ["key": .string(key)])
         case .classed(let schema):
             guard let spec = schema.properties[key] else {
@@ -106,7 +111,8 @@ struct KeyPathChecker {
     private func checkAcyclic(_ schema: ClassSchema, _ key: String, trail: [String]) throws(CoreError) {
         let node = "\(schema.name).\(key)"
         if trail.contains(node) {
-            throw CoreError(.invalidRequest, "computed values form a cycle: \((trail + [node]).joined(separator: " → "))")
+            throw CoreError(
+                .invalidRequest, "computed values form a cycle: \((trail + [node]).joined(separator: " → "))")
         }
         guard let computed = schema.properties[key]?.computed else { return }
         for path in computed.keyPaths {

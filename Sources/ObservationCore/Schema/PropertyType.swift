@@ -9,7 +9,9 @@ public indirect enum PropertyType: Sendable, Equatable {
     /// Parses a type description such as `{"type": "array", "items": {"type": "ref", "class": "Employee"}}`.
     init(_ description: JSONObject, at path: String) throws(CoreError) {
         guard case .string(let name)? = description["type"] else {
-            throw CoreError(.invalidRequest, "\(path): 'type' is required (string, number, integer, boolean, object, array, ref, any)")
+            throw CoreError(
+                .invalidRequest,
+                "\(path): 'type' is required (string, number, integer, boolean, object, array, ref, any)")
         }
         switch name {
         case "string": self = .string
@@ -33,7 +35,8 @@ public indirect enum PropertyType: Sendable, Equatable {
             default: throw CoreError(.invalidRequest, "\(path).class must be a class name")
             }
         default:
-            throw CoreError(.invalidRequest, "\(path): unknown type '\(name)'",
+            throw CoreError(
+                .invalidRequest, "\(path): unknown type '\(name)'",
                 details: Suggestion.closest(to: name, in: Self.names).map { ["suggestion": .string($0)] } ?? [:])
         }
     }

@@ -46,7 +46,9 @@ public final class Store: Sendable {
 
     /// Objects in id order, `limit` at a time, after the cursor `after`.
     public func objects(className: String?, limit: Int, after cursor: String?) throws(CoreError) -> ObjectPage {
-        try state.withLock { state throws(CoreError) in try state.listObjects(className: className, limit: limit, after: cursor) }
+        try state.withLock { state throws(CoreError) in
+            try state.listObjects(className: className, limit: limit, after: cursor)
+        }
     }
 
     public func object(_ id: String) throws(CoreError) -> ObjectSnapshot {
@@ -76,7 +78,9 @@ public final class Store: Sendable {
     }
 
     /// `setValue:forKeyPath:`; returns the new revision.
-    public func setValue(_ value: JSON, of id: String, at keyPath: String, ifRevision: Int? = nil) throws(CoreError) -> Int {
+    public func setValue(_ value: JSON, of id: String, at keyPath: String, ifRevision: Int? = nil) throws(CoreError)
+        -> Int
+    {
         let path = try KeyPath(keyPath)
         return try state.withLock { state throws(CoreError) in
             try state.setValue(value, at: path, of: id, ifRevision: ifRevision)
@@ -84,7 +88,9 @@ public final class Store: Sendable {
     }
 
     /// Applies a to-many mutation to the array at `keyPath`; returns the new revision.
-    public func mutate(_ id: String, at keyPath: String, _ mutation: ArrayMutation, ifRevision: Int? = nil) throws(CoreError) -> Int {
+    public func mutate(_ id: String, at keyPath: String, _ mutation: ArrayMutation, ifRevision: Int? = nil)
+        throws(CoreError) -> Int
+    {
         let path = try KeyPath(keyPath)
         return try state.withLock { state throws(CoreError) in
             try state.mutate(mutation, at: path, of: id, ifRevision: ifRevision)

@@ -23,7 +23,8 @@ extension StoreState {
             guard let object = objects[id] else { continue }
             for (key, value) in object.values {
                 guard let spec = schema.properties[key], spec.computed == nil, spec.type.accepts(value) else {
-                    throw CoreError(.conflict, "object '\(id)' has a value for '\(key)' that the new definition refuses",
+                    throw CoreError(
+                        .conflict, "object '\(id)' has a value for '\(key)' that the new definition refuses",
                         details: ["object": .string(id), "key": .string(key)])
                 }
             }
@@ -31,7 +32,9 @@ extension StoreState {
         let created = classes[name] == nil
         let revision = nextRevision()
         classes[name] = ClassRecord(schema: schema, revision: revision)
-        return (ClassSnapshot(schema: schema, revision: revision, objectCount: objectIDsByClass[name]?.count ?? 0), created)
+        return (
+            ClassSnapshot(schema: schema, revision: revision, objectCount: objectIDsByClass[name]?.count ?? 0), created
+        )
     }
 
     func classSnapshot(_ name: String) -> ClassSnapshot? {

@@ -1,13 +1,16 @@
 // MARK: - Objects: create, list, delete
 
 extension StoreState {
-    mutating func createObject(id: String?, className: String?, values: JSONObject, now: Timestamp) throws(CoreError) -> ObjectSnapshot {
+    mutating func createObject(id: String?, className: String?, values: JSONObject, now: Timestamp) throws(CoreError)
+        -> ObjectSnapshot
+    {
         if let id { try Names.checkID(id, "object id") }
         if let id, objects[id] != nil {
             throw CoreError(.conflict, "object '\(id)' already exists", details: ["object": .string(id)])
         }
         guard objects.count < limits.maxObjects else {
-            throw CoreError(.limitExceeded, "the server holds its limit of \(limits.maxObjects) objects",
+            throw CoreError(
+                .limitExceeded, "the server holds its limit of \(limits.maxObjects) objects",
                 details: ["limit": .int(limits.maxObjects)])
         }
         if let className {

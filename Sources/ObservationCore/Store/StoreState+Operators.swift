@@ -61,8 +61,10 @@ extension StoreState {
         guard var best = operands.first else { return .null }
         for operand in operands {  // the first is compared with itself: that checks its type
             guard let order = order(operand, best) else {
-                throw CoreError(.typeMismatch,
-                    "@\(op.rawValue) compares numbers or strings, and found a \(operand.typeName) and a \(best.typeName)")
+                throw CoreError(
+                    .typeMismatch,
+                    "@\(op.rawValue) compares numbers or strings, and found a \(operand.typeName) and a \(best.typeName)"
+                )
             }
             if op == .min ? order < 0 : order > 0 { best = operand }
         }

@@ -70,7 +70,9 @@ extension StoreState {
 
     func evaluate(_ computed: Computed, on id: String, depth: Int) throws(CoreError) -> JSON {
         guard depth <= Self.maxComputedDepth else {
-            throw CoreError(.invalidKeyPath, "computed values nest deeper than \(Self.maxComputedDepth) (a cycle through references?)")
+            throw CoreError(
+                .invalidKeyPath,
+                "computed values nest deeper than \(Self.maxComputedDepth) (a cycle through references?)")
         }
         switch computed {
         case .keyPath(let path):
@@ -80,7 +82,8 @@ extension StoreState {
             for part in parts {
                 switch part {
                 case .literal(let literal): text += literal
-                case .keyPath(let path): text += Self.text(of: try evaluate(path.components[...], from: .object(id), depth: depth))
+                case .keyPath(let path):
+                    text += Self.text(of: try evaluate(path.components[...], from: .object(id), depth: depth))
                 }
             }
             return .string(text)
@@ -110,7 +113,8 @@ extension StoreState {
         } else {
             for (key, value) in object.values { values[key] = readable(value) }
         }
-        return ObjectSnapshot(id: object.id, className: object.className, revision: object.revision,
+        return ObjectSnapshot(
+            id: object.id, className: object.className, revision: object.revision,
             createdAt: object.createdAt, values: values, retainedBy: retainedBy)
     }
 

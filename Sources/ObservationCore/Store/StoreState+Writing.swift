@@ -23,7 +23,8 @@ extension StoreState {
         for key in keys.dropLast() {
             walked.append(key)
             if inner.isEmpty, let target = objects[targetID], schema(of: target)?.properties[key]?.computed != nil {
-                throw CoreError(.readOnly, "'\(walked.joined(separator: "."))' is computed; nothing can be set through it")
+                throw CoreError(
+                    .readOnly, "'\(walked.joined(separator: "."))' is computed; nothing can be set through it")
             }
             let value = stored(targetID, inner + [key])
             if let referenced = value.referencedID {
@@ -35,7 +36,8 @@ extension StoreState {
             } else if case .object = value {
                 inner.append(key)
             } else {
-                throw CoreError(.invalidKeyPath,
+                throw CoreError(
+                    .invalidKeyPath,
                     "'\(walked.joined(separator: "."))' is \(value.isNull ? "null" : "a \(value.typeName)"), not an object; "
                         + "intermediate objects are not created implicitly")
             }
@@ -56,7 +58,8 @@ extension StoreState {
                 throw CoreError(.readOnly, "'\(target.key)' of \(schema.name) is computed and read-only")
             }
             guard spec.type.accepts(value) else {
-                throw CoreError(.typeMismatch, "'\(target.key)' of \(schema.name) is a \(spec.type.name), not a \(value.typeName)",
+                throw CoreError(
+                    .typeMismatch, "'\(target.key)' of \(schema.name) is a \(spec.type.name), not a \(value.typeName)",
                     details: ["expected": .object(spec.type.json), "got": .string(value.typeName)])
             }
             type = spec.type
@@ -71,10 +74,14 @@ extension StoreState {
         case .object(let members):
             if let id = value.referencedID {
                 guard let target = objects[id] else {
-                    throw CoreError(.notFound, "'\(key)' refers to object '\(id)', which does not exist", details: ["object": .string(id)])
+                    throw CoreError(
+                        .notFound, "'\(key)' refers to object '\(id)', which does not exist",
+                        details: ["object": .string(id)])
                 }
                 if case .ref(let className?)? = type, target.className != className {
-                    throw CoreError(.typeMismatch, "'\(key)' must refer to a \(className), and '\(id)' is a \(target.className ?? "plain object")")
+                    throw CoreError(
+                        .typeMismatch,
+                        "'\(key)' must refer to a \(className), and '\(id)' is a \(target.className ?? "plain object")")
                 }
             } else {
                 if members["$ref"] != nil {
@@ -128,7 +135,9 @@ extension StoreState {
         var targets: [(WriteTarget, JSON)] = []
         for (key, value) in values {
             guard Names.isValidKey(key) else {
-                throw CoreError(.invalidKeyPath, "'\(key)' is not a key (PATCH sets keys, not key paths)", details: ["key": .string(key)])
+                throw CoreError(
+                    .invalidKeyPath, "'\(key)' is not a key (PATCH sets keys, not key paths)",
+                    details: ["key": .string(key)])
             }
             let target = WriteTarget(objectID: id, inner: [], key: key)
             try checkAssignable(value, to: target)
@@ -140,12 +149,15 @@ extension StoreState {
     }
 
     /// Applies a to-many mutation to the array at `path`.
-    mutating func mutate(_ mutation: ArrayMutation, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError) -> Int {
+    mutating func mutate(_ mutation: ArrayMutation, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError)
+        -> Int
+    {
         try checkRevision(try existingObject(id), ifRevision)
         let target = try writeTarget(path, from: id)
         let current = storedValue(at: target)
         guard case .array(let array) = current else {
-            throw CoreError(.notACollection, "'\(path)' is \(current.isNull ? "null" : "a \(current.typeName)"), not an array")
+            throw CoreError(
+                .notACollection, "'\(path)' is \(current.isNull ? "null" : "a \(current.typeName)"), not an array")
         }
         let result = try mutation.applied(to: array)
         try checkAssignable(.array(result), to: target)

@@ -43,7 +43,8 @@ struct StoreState: Sendable {
 
     func checkRevision(_ object: StoredObject, _ expected: Int?) throws(CoreError) {
         if let expected, expected != object.revision {
-            throw CoreError(.revisionMismatch, "object '\(object.id)' is at revision \(object.revision), not \(expected)",
+            throw CoreError(
+                .revisionMismatch, "object '\(object.id)' is at revision \(object.revision), not \(expected)",
                 details: ["revision": .int(object.revision), "expected": .int(expected)])
         }
     }

@@ -25,7 +25,9 @@ public struct ArrayMutation: Sendable, Equatable {
         case .removal where !values.isEmpty:
             throw CoreError(.invalidRequest, "a removal takes no values")
         case .insertion where values.count != indexes.count, .replacement where values.count != indexes.count:
-            throw CoreError(.invalidRequest, "\(kind.rawValue) needs one value per index (\(indexes.count) indexes, \(values.count) values)")
+            throw CoreError(
+                .invalidRequest,
+                "\(kind.rawValue) needs one value per index (\(indexes.count) indexes, \(values.count) values)")
         default: break
         }
         self.kind = kind
@@ -57,7 +59,8 @@ public struct ArrayMutation: Sendable, Equatable {
     }
 
     private func outOfRange(_ index: Int, _ count: Int) -> CoreError {
-        CoreError(.indexOutOfRange, "index \(index) is out of range for \(kind.rawValue) (valid: 0..<\(count))",
+        CoreError(
+            .indexOutOfRange, "index \(index) is out of range for \(kind.rawValue) (valid: 0..<\(count))",
             details: ["index": .int(index), "count": .int(count)])
     }
 }

@@ -20,9 +20,11 @@ func expectRefused(
     #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation)
     #expect(response.errorCode == code, "\(response.text)", sourceLocation: sourceLocation)
     #expect(response.headers["content-type"] == "application/json; charset=utf-8", sourceLocation: sourceLocation)
-    #expect(try currentRevision(client) == revision, "a refused request took a revision", sourceLocation: sourceLocation)
+    #expect(
+        try currentRevision(client) == revision, "a refused request took a revision", sourceLocation: sourceLocation)
     if let path, let before {
-        #expect(try client.get(path).text == before, "a refused request changed \(path)", sourceLocation: sourceLocation)
+        #expect(
+            try client.get(path).text == before, "a refused request changed \(path)", sourceLocation: sourceLocation)
     }
     return response
 }

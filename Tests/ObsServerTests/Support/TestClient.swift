@@ -16,7 +16,8 @@ struct TestResponse {
 
     /// `error.code` of an error body.
     var errorCode: String? {
-        guard case .object(let root) = json, case .object(let error)? = root["error"], case .string(let code)? = error["code"]
+        guard case .object(let root) = json, case .object(let error)? = root["error"],
+            case .string(let code)? = error["code"]
         else { return nil }
         return code
     }
@@ -59,7 +60,9 @@ final class TestClient {
         return try send(method, path, body: json.encoded(), headers: headers)
     }
 
-    func send(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:]) throws -> TestResponse {
+    func send(_ method: String, _ path: String, body: [UInt8] = [], headers: [String: String] = [:]) throws
+        -> TestResponse
+    {
         if socket < 0 { try connect() }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.count)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
@@ -107,7 +110,9 @@ final class TestClient {
     private func write(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let written = bytes[offset...].withUnsafeBytes {
+                Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             guard written > 0 else { throw TestClientError("send failed") }
             offset += written
         }
@@ -141,13 +146,16 @@ final class TestClient {
     private func readResponse(method: String) throws -> TestResponse {
         let statusLine = try readLine()
         let parts = statusLine.split(separator: " ")
-        guard parts.count >= 2, let status = Int(parts[1]) else { throw TestClientError("bad status line: \(statusLine)") }
+        guard parts.count >= 2, let status = Int(parts[1]) else {
+            throw TestClientError("bad status line: \(statusLine)")
+        }
         var headers: [String: String] = [:]
         while true {
             let line = try readLine()
             if line.isEmpty { break }
             if let colon = line.firstIndex(of: ":") {
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
         }
         var body: [UInt8] = []
