@@ -1,10 +1,14 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-]
+/// `OBS_TSAN=1` builds for ThreadSanitizer: locks TSan can see (see `Locked.swift`).
+let sanitizerBuild = Context.environment["OBS_TSAN"] == "1"
+
+let strict: [SwiftSetting] =
+    [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+    ] + (sanitizerBuild ? [.define("OBS_TSAN")] : [])
 
 let package = Package(
     name: "ObsServer",

@@ -1,16 +1,14 @@
-import Synchronization
-
 /// The observation service's state: classes, objects and their values, under one global revision.
 ///
-/// Thread-safe: all state lives in one `StoreState` behind one `Mutex`; every
+/// Thread-safe: all state lives in one `StoreState` behind one lock (`Locked`); every
 /// public method takes the lock once, does its work, and returns a value
 /// snapshot. Nothing is called out while the lock is held. A method that
 /// throws has changed nothing and taken no revision.
 public final class Store: Sendable {
-    private let state: Mutex<StoreState>
+    private let state: Locked<StoreState>
 
     public init(limits: StoreLimits = StoreLimits()) {
-        state = Mutex(StoreState(limits: limits))
+        state = Locked(StoreState(limits: limits))
     }
 
     // MARK: - Classes

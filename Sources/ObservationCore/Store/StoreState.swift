@@ -1,5 +1,5 @@
 /// Everything the store holds. Not thread-safe by itself: `Store` keeps it
-/// behind its one `Mutex`, and every method here runs under that lock.
+/// behind its one lock (`Locked`), and every method here runs under that lock.
 ///
 /// Methods either succeed completely or throw before changing anything.
 struct StoreState: Sendable {

@@ -1,0 +1,12 @@
+-- PUT /v1/objects/o<i>/values/name with a small JSON value, cycling over 1,000 objects.
+local i = 0
+local headers = { ["Content-Type"] = "application/json" }
+request = function()
+  i = i + 1
+  local body = '{"value":{"name":"name-' .. i .. '","seq":' .. i .. '}}'
+  return wrk.format("PUT", "/v1/objects/o" .. (i % 1000) .. "/values/name", headers, body)
+end
+
+response = function(status)
+  if status ~= 200 then wrk.thread:set("bad", (wrk.thread:get("bad") or 0) + 1) end
+end

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""ObsServer's own load tests (`make bench`).
+
+Starts the release server pinned to CPU 0, loads it from CPU 1 with wrk
+(64 keep-alive connections, 1 thread, 10 s per workload), and writes a
+Markdown table with the machine and the exact commands to --out.
+
+Workloads:
+  put  PUT /v1/objects/o<i>/values/name, a small JSON value, i over 1,000 objects
+  get  GET /v1/objects/o<i>/values/name, same objects
+"""
+import argparse
+import datetime
+import http.client
+import json
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PORT = 18490
+
+
+def wait_healthy(port, deadline=20.0):
+    end = time.time() + deadline
+    while time.time() < end:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            c.request("GET", "/healthz")
+            if c.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("server did not become healthy")
+
+
+def seed(port, n=1000):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    for i in range(n):
+        body = json.dumps({"id": f"o{i}", "values": {"name": None}})
+        c.request("POST", "/v1/objects", body=body, headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read()
+        if r.status != 201:
+            raise SystemExit(f"seed failed: {r.status}")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def parse_wrk(text):
+    def latency(label):
+        m = re.search(rf"^\s+{label}\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+        if not m:
+            return None
+        value, unit = float(m.group(1)), m.group(2)
+        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    errors = re.search(r"Socket errors:.*", text)
+    return {
+        "rps": rps,
+        "p50": latency("50%"),
+        "p99": latency("99%"),
+        "non2xx": int(non2xx.group(1)) if non2xx else 0,
+        "socket_errors": errors.group(0) if errors else "",
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", default=".build/release/obs-server")
+    ap.add_argument("--out", default="BENCHMARKS.md")
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--server-cpus", default="0")
+    ap.add_argument("--client-cpus", default="1")
+    args = ap.parse_args()
+
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", PORT)) == 0:
+            raise SystemExit(f"port {PORT} is busy")
+    server_cmd = ["taskset", "-c", args.server_cpus, args.binary, "--host", "127.0.0.1", "--port", str(PORT),
+                  "--log-level", "warning"]
+    server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rows = []
+    try:
+        wait_healthy(PORT)
+        seed(PORT)
+        for name in ("put", "get"):
+            wrk_cmd = ["taskset", "-c", args.client_cpus, "wrk", "-t1", f"-c{args.connections}",
+                       f"-d{args.duration}s", "--latency", "-s", str(HERE / f"{name}.lua"), f"http://127.0.0.1:{PORT}/"]
+            cpu_before, t0 = cpu_seconds(server.pid), time.time()
+            out = subprocess.run(wrk_cmd, capture_output=True, text=True, timeout=args.duration + 60).stdout
+            cpu = (cpu_seconds(server.pid) - cpu_before) / (time.time() - t0) * 100
+            result = parse_wrk(out)
+            result.update(name=name, cpu=cpu, rss=rss_mib(server.pid), cmd=" ".join(wrk_cmd[3:]))
+            rows.append(result)
+            print(f"{name}: {result['rps']:.0f} req/s, p50 {result['p50']} ms, p99 {result['p99']} ms, "
+                  f"non-2xx {result['non2xx']}, server CPU {cpu:.0f}%", flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+    machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}"
+    lines = [
+        "# Benchmarks",
+        "",
+        f"`make bench` on {datetime.date.today().isoformat()} — {machine}.",
+        f"Server: `{' '.join(server_cmd[3:])}` pinned to CPU {args.server_cpus}; wrk pinned to CPU {args.client_cpus};",
+        f"{args.connections} keep-alive connections, 1 wrk thread, {args.duration} s per workload, 1,000 objects.",
+        "",
+        "| workload | requests/s | p50 ms | p99 ms | non-2xx | server CPU % | server RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['name'].upper()} `/v1/objects/o<i>/values/name` | {r['rps']:,.0f} | {r['p50']:.2f} | "
+                     f"{r['p99']:.2f} | {r['non2xx']} | {r['cpu']:.0f} | {r['rss']:.1f} |")
+    lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['cmd']}`" for r in rows] + [""]
+    extra = HERE / "peers.md"
+    if extra.exists():
+        lines += [extra.read_text()]
+    Path(args.out).write_text("\n".join(lines))
+    print(f"wrote {args.out}")
+    if any(r["non2xx"] for r in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
