@@ -1,4 +1,3 @@
-import Foundation
 import ObservationCore
 
 /// A request's JSON object body, with typed access to its members.
@@ -27,9 +26,25 @@ struct JSONBody {
         self.members = members
     }
 
+    /// Whether a Content-Type names JSON: `application/json` or any `+json` type, parameters ignored.
+    /// On every request with a body, so it compares bytes without allocating.
     static func isJSON(_ contentType: String) -> Bool {
-        let mediaType = contentType.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-        return mediaType == "application/json" || mediaType.hasSuffix("+json")
+        let utf8 = contentType.utf8
+        let end = utf8.firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
+        var media = utf8[..<end]
+        while let first = media.first, first == 0x20 || first == 0x09 { media = media.dropFirst() }
+        while let last = media.last, last == 0x20 || last == 0x09 { media = media.dropLast() }
+        return asciiCaseInsensitiveEqual(media, "application/json".utf8)
+            || (media.count > 5 && asciiCaseInsensitiveEqual(media.suffix(5), "+json".utf8))
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+    }
+
+    /// `b` must be lower case.
+    private static func asciiCaseInsensitiveEqual(_ a: Substring.UTF8View, _ b: String.UTF8View) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { x, y in lowercased(x) == y }
     }
 
     /// The member `key` as it is, or nil when absent.

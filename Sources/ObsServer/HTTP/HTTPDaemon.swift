@@ -10,7 +10,7 @@ struct HTTPDaemonOptions: Sendable {
     var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
     var connectionLimit = 19_000
     /// Per-connection buffer memory in libmicrohttpd (small keeps idle streams cheap).
-    var connectionMemoryLimit = 16 * 1024
+    var connectionMemoryLimit = 8 * 1024
     /// Seconds before an idle keep-alive connection is closed.
     var connectionTimeout = 120
     var maxBodyBytes: Int

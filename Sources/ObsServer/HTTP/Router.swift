@@ -3,10 +3,11 @@ import ObservationCore
 
 /// Path parameters of a matched route (`{id}` → value).
 struct RouteParameters: Sendable {
-    fileprivate var values: [String: String] = [:]
+    /// At most a few pairs per route: a linear search beats hashing here.
+    fileprivate var values: [(name: String, value: String)] = []
 
     /// The value of `{name}` in the route's pattern.
-    subscript(name: String) -> String { values[name] ?? "" }
+    subscript(name: String) -> String { values.first { $0.name == name }?.value ?? "" }
 }
 
 /// A route handler: throws `APIError` or `CoreError` for error answers.
@@ -47,7 +48,7 @@ fileprivate struct Route: Sendable {
         for (segment, part) in zip(segments, parts) {
             switch segment {
             case .literal(let literal): if literal != part { return nil }
-            case .parameter(let name): parameters.values[name] = String(part)
+            case .parameter(let name): parameters.values.append((name, String(part)))
             }
         }
         return parameters

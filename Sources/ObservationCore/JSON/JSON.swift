@@ -64,7 +64,8 @@ extension JSON: Equatable {
         case (.int(let a), .int(let b)): a == b
         case (.int, .double), (.double, .int), (.double, .double): lhs.number == rhs.number
         case (.string(let a), .string(let b)): a == b
-        case (.array(let a), .array(let b)): a == b
+        // Element-wise: Swift 6.3.1 crashes (CopyPropagation) specialising `Array<JSON>.==` in release builds.
+        case (.array(let a), .array(let b)): a.count == b.count && zip(a, b).allSatisfy { $0 == $1 }
         case (.object(let a), .object(let b)): a == b
         default: false
         }

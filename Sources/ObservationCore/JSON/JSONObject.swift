@@ -1,57 +1,95 @@
 /// The members of a JSON object, in insertion order.
 ///
-/// Lookup is by hash; order is kept for output, so what a client wrote reads
-/// back in the same order. Equality ignores order, as JSON's does.
+/// Most objects are small, so members live in one array and are found by a
+/// linear scan; past `indexThreshold` members a hash index is kept beside it.
+/// Order is kept for output, so what a client wrote reads back in the same
+/// order. Equality ignores order, as JSON's does.
 public struct JSONObject: Sendable {
-    public private(set) var keys: [String] = []
-    private var storage: [String: JSON] = [:]
+    static let indexThreshold = 16
+
+    private var members: [(key: String, value: JSON)] = []
+    /// Positions in `members` by key, once there are more than `indexThreshold`.
+    private var index: [String: Int]?
 
     public init() {}
 
     /// An object from `pairs`; a repeated key keeps its first position and last value.
     public init(_ pairs: some Sequence<(String, JSON)>) {
+        members.reserveCapacity(pairs.underestimatedCount)
         for (key, value) in pairs { self[key] = value }
     }
 
-    public var count: Int { keys.count }
-    public var isEmpty: Bool { keys.isEmpty }
+    public var count: Int { members.count }
+    public var isEmpty: Bool { members.isEmpty }
+    public var keys: [String] { members.map(\.key) }
 
     /// The member named `key`; assigning `nil` removes it.
     public subscript(key: String) -> JSON? {
-        get { storage[key] }
+        get { position(of: key).map { members[$0].value } }
         set {
-            if let newValue {
-                if storage.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if storage.removeValue(forKey: key) != nil, let index = keys.firstIndex(of: key) {
-                keys.remove(at: index)
+            switch (position(of: key), newValue) {
+            case (let position?, let value?):
+                members[position].value = value
+            case (nil, let value?):
+                members.append((key, value))
+                if index != nil {
+                    index?[key] = members.count - 1
+                } else if members.count > Self.indexThreshold {
+                    rebuildIndex()
+                }
+            case (let position?, nil):
+                members.remove(at: position)
+                if index != nil { rebuildIndex() }
+            case (nil, nil):
+                break
             }
         }
     }
 
-    /// Changes the member `key` in place; the member must exist.
-    mutating func modify<T>(_ key: String, _ body: (inout JSON) throws(CoreError) -> T) throws(CoreError) -> T {
-        guard storage[key] != nil else { throw CoreError(.invalidKeyPath, "no value at '\(key)'") }
-        return try body(&storage[key, default: .null])
+    /// Changes the member `key` in place (no copy of its value); nil when it is absent.
+    mutating func modify<T>(_ key: String, _ body: (inout JSON) -> T) -> T? {
+        guard let position = position(of: key) else { return nil }
+        return body(&members[position].value)
+    }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return members.firstIndex { $0.key == key }
+    }
+
+    private mutating func rebuildIndex() {
+        var positions: [String: Int] = [:]
+        positions.reserveCapacity(members.count)
+        for (position, member) in members.enumerated() { positions[member.key] = position }
+        index = positions
     }
 }
 
 extension JSONObject: Sequence {
     public func makeIterator() -> some IteratorProtocol<(key: String, value: JSON)> {
-        var index = 0
-        let keys = keys
-        let storage = storage
-        return AnyIterator {
-            guard index < keys.count else { return nil }
-            defer { index += 1 }
-            let key = keys[index]
-            return (key, storage[key] ?? .null)
-        }
+        members.makeIterator()
     }
+
+    public var underestimatedCount: Int { members.count }
 }
 
 extension JSONObject: Hashable {
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.storage == rhs.storage }
-    public func hash(into hasher: inout Hasher) { hasher.combine(storage) }
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.count == rhs.count && lhs.members.allSatisfy { rhs[$0.key] == $0.value }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        // Order-independent: a commutative sum of the members' own hashes.
+        var sum = 0
+        for member in members {
+            var memberHasher = Hasher()
+            memberHasher.combine(member.key)
+            memberHasher.combine(member.value)
+            sum &+= memberHasher.finalize()
+        }
+        hasher.combine(count)
+        hasher.combine(sum)
+    }
 }
 
 extension JSONObject: ExpressibleByDictionaryLiteral {

@@ -174,9 +174,11 @@ extension JSONObject {
             self[key] = value
             return
         }
-        guard case .object(var nested)? = self[first] else { return }
-        self[first] = .null  // drop the second reference so `nested` is mutated in place
-        nested.assign(value, at: path.dropFirst(), key: key)
-        self[first] = .object(nested)
+        _ = modify(first) { member in
+            guard case .object(var nested) = member else { return }
+            member = .null  // drop the second reference so `nested` is changed in place
+            nested.assign(value, at: path.dropFirst(), key: key)
+            member = .object(nested)
+        }
     }
 }
