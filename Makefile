@@ -24,8 +24,10 @@ deps:
 	  $(APT_GET) update -qq && $(APT_GET) install -y -qq libmicrohttpd-dev pkg-config >/dev/null; }
 
 deps-bench: deps
-	@command -v wrk >/dev/null && command -v taskset >/dev/null || { \
-	  echo "==> installing wrk"; $(APT_GET) update -qq && $(APT_GET) install -y -qq wrk util-linux >/dev/null; }
+	@command -v wrk >/dev/null && command -v taskset >/dev/null && command -v nginx >/dev/null \
+	  && [ -e /usr/share/nginx/modules-available/mod-nchan.conf -o -e /usr/lib/nginx/modules/ngx_nchan_module.so ] || { \
+	  echo "==> installing wrk, nginx and nchan"; $(APT_GET) update -qq \
+	  && $(APT_GET) install -y -qq wrk util-linux nginx libnginx-mod-nchan gcc make >/dev/null; }
 
 build: deps
 	$(SWIFT) build
@@ -52,14 +54,20 @@ test-swift:
 test-tsan:
 	OBS_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
 
-bench: deps-bench release
-	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md
+PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --workloads w1 --runs 3
 
-## The side-by-side harness in ../shared/bench (nginx+nchan, etcd), W1.
+## Our own load tests, then the same workloads side by side with nginx+nchan; both into BENCHMARKS.md.
+bench: deps-bench release bench-peers
+	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
+	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)"
+
 bench-peers: deps-bench release
-	$(MAKE) -C ../shared/bench/client
-	BENCH_OBS_CMD="$(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port} --data-dir {data}" \
-	  python3 ../shared/bench/bench.py run --targets obsserver,nchan --workloads w1 --runs 3 --out build/bench-peers
+	@if [ -d ../shared/bench ]; then \
+	  rm -rf build/bench-peers; mkdir -p build; \
+	  $(MAKE) -C ../shared/bench/client >/dev/null; \
+	  BENCH_OBS_CMD="$(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port} --data-dir {data} --log-level warning" \
+	    $(PEERS_CMD) --out $(CURDIR)/build/bench-peers; \
+	else echo "../shared/bench not found: skipping the side-by-side run"; fi
 
 clean:
 	rm -rf .build $(TSAN_DIR) build

@@ -89,6 +89,8 @@ def main():
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--server-cpus", default="0")
     ap.add_argument("--client-cpus", default="1")
+    ap.add_argument("--peers-table", help="table.md written by ../shared/bench (make bench-peers), appended as is")
+    ap.add_argument("--peers-command", default="", help="the command that produced --peers-table")
     args = ap.parse_args()
 
     with socket.socket() as s:
@@ -108,7 +110,8 @@ def main():
             out = subprocess.run(wrk_cmd, capture_output=True, text=True, timeout=args.duration + 60).stdout
             cpu = (cpu_seconds(server.pid) - cpu_before) / (time.time() - t0) * 100
             result = parse_wrk(out)
-            result.update(name=name, cpu=cpu, rss=rss_mib(server.pid), cmd=" ".join(wrk_cmd[3:]))
+            shown = [a.replace(str(HERE.parent) + "/", "") for a in wrk_cmd[3:]]
+            result.update(name=name, cpu=cpu, rss=rss_mib(server.pid), cmd=" ".join(shown))
             rows.append(result)
             print(f"{name}: {result['rps']:.0f} req/s, p50 {result['p50']} ms, p99 {result['p99']} ms, "
                   f"non-2xx {result['non2xx']}, server CPU {cpu:.0f}%", flush=True)
@@ -131,9 +134,13 @@ def main():
         lines.append(f"| {r['name'].upper()} `/v1/objects/o<i>/values/name` | {r['rps']:,.0f} | {r['p50']:.2f} | "
                      f"{r['p99']:.2f} | {r['non2xx']} | {r['cpu']:.0f} | {r['rss']:.1f} |")
     lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['cmd']}`" for r in rows] + [""]
-    extra = HERE / "peers.md"
-    if extra.exists():
-        lines += [extra.read_text()]
+    if args.peers_table and Path(args.peers_table).exists():
+        lines += ["## Side by side with nginx+nchan (../shared/bench, median (min–max) of 3 runs)", "",
+                  f"`{args.peers_command}`", Path(args.peers_table).read_text()]
+        medians = dict(re.findall(r"^\| (\w+) \| \d+ \| ([\d,]+) ", Path(args.peers_table).read_text(), re.M))
+        if "obsserver" in medians and "nchan" in medians:
+            ratio = int(medians["obsserver"].replace(",", "")) / int(medians["nchan"].replace(",", ""))
+            lines += [f"W1 ratio ObsServer / nchan (medians): **{ratio:.2f}×**", ""]
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     if any(r["non2xx"] for r in rows):

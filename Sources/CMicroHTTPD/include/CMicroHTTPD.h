@@ -41,4 +41,8 @@ struct MHD_Response *_Nullable cmhd_create_stream_response(size_t block_size,
                                                            void *_Nullable context,
                                                            MHD_ContentReaderFreeCallback _Nonnull free_callback);
 
+/// The number of CPUs in this process's affinity mask (what taskset, cpusets and
+/// container CPU pinning allow), at least 1. Sizes the worker pool.
+int cmhd_usable_cpus(void);
+
 #endif

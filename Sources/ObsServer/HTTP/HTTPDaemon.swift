@@ -1,13 +1,12 @@
 private import CMicroHTTPD
-import Foundation
 import Synchronization
 
 /// Settings for the HTTP daemon.
 struct HTTPDaemonOptions: Sendable {
     var host: String
     var port: UInt16
-    /// Worker threads (epoll, each with its own event loop); defaults to the usable cores.
-    var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Worker threads (epoll, each with its own event loop); defaults to the CPUs in the affinity mask.
+    var threads = Int(cmhd_usable_cpus())
     var connectionLimit = 19_000
     /// Per-connection buffer memory in libmicrohttpd (small keeps idle streams cheap).
     var connectionMemoryLimit = 8 * 1024

@@ -79,7 +79,9 @@ struct Router: Sendable {
             allowed.append(route.method)
         }
         if !allowed.isEmpty { return APIError.methodNotAllowed(request.method, allowed: allowed).response }
-        if let fallback, method == .get, !(parts.first?.elementsEqual("v1".utf8) ?? false) { return run(fallback, request, RouteParameters()) }
+        if let fallback, method == .get, !(parts.first?.elementsEqual("v1".utf8) ?? false) {
+            return run(fallback, request, RouteParameters())
+        }
         return APIError.routeNotFound(request.path).response
     }
 
