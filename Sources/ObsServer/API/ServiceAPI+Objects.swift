@@ -38,17 +38,3 @@ extension ServiceAPI {
         }
     }
 }
-
-extension ObjectSnapshot {
-    /// `{"id", "class", "revision", "createdAt", "values", "retainedBy"}`.
-    var json: JSONObject {
-        [
-            "id": .string(id),
-            "class": className.map(JSON.string) ?? .null,
-            "revision": .int(revision),
-            "createdAt": .string(createdAt.rfc3339),
-            "values": .object(values),
-            "retainedBy": .array(retainedBy.map(JSON.string)),
-        ]
-    }
-}

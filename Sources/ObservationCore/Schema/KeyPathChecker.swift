@@ -28,6 +28,19 @@ struct KeyPathChecker {
         return found
     }
 
+    /// The property a path of plain keys ends on, when every step is known to a class.
+    func finalProperty(of path: KeyPath, from className: String?) -> PropertySpec? {
+        guard let keys = path.keys else { return nil }
+        var context = start(className)
+        var spec: PropertySpec?
+        for key in keys {
+            guard case .classed(let schema) = context, let next = schema.properties[key] else { return nil }
+            spec = next
+            context = self.context(for: next.type, owner: key)
+        }
+        return spec
+    }
+
     func start(_ className: String?) -> Context {
         className.flatMap(schema).map(Context.classed) ?? .untyped
     }

@@ -5,17 +5,35 @@
 /// snapshot. Nothing is called out while the lock is held. A method that
 /// throws has changed nothing and taken no revision.
 public final class Store: Sendable {
-    private let state: Locked<StoreState>
+    let state: Locked<StoreState>
 
     public init(limits: StoreLimits = StoreLimits()) {
         state = Locked(StoreState(limits: limits))
+    }
+
+    /// Runs a mutating operation under the lock, then wakes the streams of every log it
+    /// appended to, after the lock is released.
+    func change<T>(_ body: (inout StoreState) throws(CoreError) -> T) throws(CoreError) -> T {
+        let (result, logs) = try state.withLock { state throws(CoreError) in
+            let result = try body(&state)
+            let logs = Array(state.touchedLogs.values)
+            state.touchedLogs.removeAll(keepingCapacity: true)
+            return (result, logs)
+        }
+        for log in logs { log.wake() }
+        return result
+    }
+
+    /// Reads under the lock.
+    func read<T>(_ body: (inout StoreState) throws(CoreError) -> T) throws(CoreError) -> T {
+        try state.withLock { state throws(CoreError) in try body(&state) }
     }
 
     // MARK: - Classes
 
     /// Creates or replaces the class `name` from `{"properties": {...}}`.
     public func defineClass(_ name: String, definition: JSON) throws(CoreError) -> (ClassSnapshot, created: Bool) {
-        try state.withLock { state throws(CoreError) in try state.defineClass(name, definition: definition) }
+        try change { state throws(CoreError) in try state.defineClass(name, definition: definition) }
     }
 
     public func classes() -> [ClassSnapshot] {
@@ -29,7 +47,7 @@ public final class Store: Sendable {
 
     /// Deletes a class no object uses; returns the revision.
     public func deleteClass(_ name: String) throws(CoreError) -> Int {
-        try state.withLock { state throws(CoreError) in try state.deleteClass(name) }
+        try change { state throws(CoreError) in try state.deleteClass(name) }
     }
 
     // MARK: - Objects
@@ -37,7 +55,7 @@ public final class Store: Sendable {
     /// Creates an object (with a generated id when `id` is nil).
     public func createObject(id: String?, className: String?, values: JSONObject) throws(CoreError) -> ObjectSnapshot {
         let now = Timestamp.now()
-        return try state.withLock { state throws(CoreError) in
+        return try change { state throws(CoreError) in
             try state.createObject(id: id, className: className, values: values, now: now)
         }
     }
@@ -55,12 +73,12 @@ public final class Store: Sendable {
 
     /// Sets several keys atomically under one revision; returns it.
     public func patch(_ id: String, values: JSONObject, ifRevision: Int? = nil) throws(CoreError) -> Int {
-        try state.withLock { state throws(CoreError) in try state.patch(values, of: id, ifRevision: ifRevision) }
+        try change { state throws(CoreError) in try state.patch(values, of: id, ifRevision: ifRevision) }
     }
 
-    /// Deletes an object; returns the revision.
-    public func deleteObject(_ id: String) throws(CoreError) -> Int {
-        try state.withLock { state throws(CoreError) in try state.deleteObject(id) }
+    /// Deletes an object, or marks it `releasePending` while observers retain it.
+    public func deleteObject(_ id: String) throws(CoreError) -> DeleteOutcome {
+        try change { state throws(CoreError) in try state.deleteObject(id) }
     }
 
     // MARK: - Values (KVC)
@@ -80,7 +98,7 @@ public final class Store: Sendable {
         -> Int
     {
         let path = try KeyPath(keyPath)
-        return try state.withLock { state throws(CoreError) in
+        return try change { state throws(CoreError) in
             try state.setValue(value, at: path, of: id, ifRevision: ifRevision)
         }
     }
@@ -90,26 +108,33 @@ public final class Store: Sendable {
         throws(CoreError) -> Int
     {
         let path = try KeyPath(keyPath)
-        return try state.withLock { state throws(CoreError) in
+        return try change { state throws(CoreError) in
             try state.mutate(mutation, at: path, of: id, ifRevision: ifRevision)
         }
     }
 
-    /// `didChangeValueForKey:` for `manual` keys: checks the key paths and takes a revision.
+    /// `didChangeValueForKey:` (for `manual` keys): one record per registration on those key
+    /// paths, `old` being the value at its last notification.
     public func notify(_ id: String, keyPaths: [String]) throws(CoreError) -> Int {
         guard !keyPaths.isEmpty else { throw CoreError(.invalidRequest, "keyPaths must not be empty") }
         var paths: [KeyPath] = []
         for text in keyPaths { paths.append(try KeyPath(text)) }
-        return try state.withLock { state throws(CoreError) in
+        return try change { state throws(CoreError) in
             let object = try state.existingObject(id)
             for path in paths { try state.checker.check(path, from: object.className) }
-            return state.nextRevision()
+            let revision = state.nextRevision()
+            state.notifyManually(id, keyPaths: paths, revision: revision)
+            return revision
         }
     }
 
     // MARK: - Stats
 
     public func stats() -> StoreStats {
-        state.withLock { StoreStats(objects: $0.objects.count, classes: $0.classes.count, revision: $0.revision) }
+        state.withLock { state in
+            StoreStats(
+                objects: state.objects.count, classes: state.classes.count, revision: state.revision,
+                observers: state.observers.count, observations: state.registrations.count, streams: state.streams)
+        }
     }
 }

@@ -36,7 +36,11 @@ extension StoreState {
         objects[id] = object
         objectIDs.insert(id)
         if let className { objectIDsByClass[className, default: SortedIDs()].insert(id) }
-        return snapshot(object)
+        let created = snapshot(object)
+        appendAdmin("objectCreated", ["object": .object(created.json), "revision": .int(revision)])
+        // References to this id that dangled (the object was deleted) read it again.
+        propagate([Write(location: ObjectPath(objectID: id, keys: []), policy: .onChange)], revision: revision)
+        return created
     }
 
     func listObjects(className: String?, limit: Int, after cursor: String?) throws(CoreError) -> ObjectPage {
@@ -48,20 +52,48 @@ extension StoreState {
             ids = objectIDs
         }
         let page = ids.page(after: cursor, limit: limit)
-        let snapshots = page.ids.compactMap { objects[$0].map { snapshot($0) } }
+        let snapshots = page.ids.compactMap { objects[$0].map { snapshot($0) } }  // retainedBy included
         return ObjectPage(objects: snapshots, next: page.more ? page.ids.last : nil)
     }
 
-    mutating func deleteObject(_ id: String) throws(CoreError) -> Int {
-        let object = try existingObject(id)
+    /// Deletes an object (section 6.4), or, while an observer retains it, marks it
+    /// `releasePending` (6.5): it is deleted when the last retaining observer lets go.
+    mutating func deleteObject(_ id: String) throws(CoreError) -> DeleteOutcome {
+        _ = try existingObject(id)
+        let retainedBy = retainers(of: id)
+        if !retainedBy.isEmpty {
+            if pendingRelease.contains(id) { return .releasePending(retainedBy: retainedBy, revision: nil) }
+            let revision = nextRevision()
+            pendingRelease.insert(id)
+            appendAdmin(
+                "objectReleasePending",
+                [
+                    "object": .string(id), "retainedBy": .array(retainedBy.map(JSON.string)),
+                    "revision": .int(revision),
+                ])
+            return .releasePending(retainedBy: retainedBy, revision: revision)
+        }
         let revision = nextRevision()
+        removeObject(id, revision: revision)
+        return .deleted(revision: revision)
+    }
+
+    /// Removes an object now: its registrations are cancelled (`objectDeleted`), and
+    /// registrations that reach it through references see their value become `null`.
+    mutating func removeObject(_ id: String, revision: Int) {
+        guard let object = objects[id] else { return }
+        let rooted = (registrationsByObject[id] ?? []).compactMap { registrations[$0] }.sorted {
+            $0.sequence < $1.sequence
+        }
+        for registration in rooted { removeRegistration(registration, reason: "objectDeleted", revision: revision) }
         objects[id] = nil
         objectIDs.remove(id)
         if let className = object.className {
             objectIDsByClass[className]?.remove(id)
             if objectIDsByClass[className]?.count == 0 { objectIDsByClass[className] = nil }
         }
-        return revision
+        propagate([Write(location: ObjectPath(objectID: id, keys: []), policy: .onChange)], revision: revision)
+        appendAdmin("objectDeleted", ["object": .string(id), "revision": .int(revision)])
     }
 
     /// A fresh server-generated id (`obj_` and 16 hex digits), unused so far.

@@ -3,7 +3,8 @@
 extension StoreState {
     /// Applies `@op` to `collection`, mapping `rest` over its elements first.
     func aggregate(
-        _ op: CollectionOperator, over collection: JSON, then rest: ArraySlice<KeyPath.Component>, depth: Int
+        _ op: CollectionOperator, over collection: JSON, then rest: ArraySlice<KeyPath.Component>, depth: Int,
+        trace: DependencyTrace? = nil
     ) throws(CoreError) -> JSON {
         let elements: [JSON]
         switch collection {
@@ -16,7 +17,7 @@ extension StoreState {
         var operands: [JSON] = []
         operands.reserveCapacity(elements.count)
         for element in elements {
-            let value = try evaluate(rest, from: node(element), depth: depth)
+            let value = try evaluate(rest, from: node(element, at: nil, trace: trace), depth: depth, trace: trace)
             if !value.isNull { operands.append(value) }
         }
         switch op {

@@ -1,16 +1,22 @@
 // MARK: - Key-value coding: reads
 
 extension StoreState {
-    /// Where a walk stands: on a stored object (values and computed keys), or on a plain JSON value.
+    /// Where a walk stands: on a stored object (values and computed keys), or on a plain
+    /// JSON value, with the place it is stored at when it is one (for dependency tracing).
     enum Node {
         case object(String)
-        case value(JSON)
+        case value(JSON, at: ObjectPath?)
 
         var json: JSON {
             switch self {
             case .object(let id): .reference(id)
-            case .value(let value): value
+            case .value(let value, _): value
             }
+        }
+
+        var location: ObjectPath? {
+            if case .value(_, let location) = self { return location }
+            return nil
         }
     }
 
@@ -18,57 +24,80 @@ extension StoreState {
     /// this depth the walk is taken for a cycle and refused.
     static let maxComputedDepth = 32
 
-    /// `valueForKeyPath:` on object `id`.
-    func read(_ path: KeyPath, of id: String) throws(CoreError) -> JSON {
-        try evaluate(path.components[...], from: .object(id), depth: 0)
+    /// `valueForKeyPath:` on object `id`; `trace`, when given, collects the places read.
+    func read(_ path: KeyPath, of id: String, trace: DependencyTrace? = nil) throws(CoreError) -> JSON {
+        try evaluate(path.components[...], from: .object(id), depth: 0, trace: trace)
     }
 
-    /// A JSON value where references to existing objects become object nodes
-    /// and dangling references (their object was deleted) read as `null`.
-    func node(_ value: JSON) -> Node {
-        guard let id = value.referencedID else { return .value(value) }
-        return objects[id] == nil ? .value(.null) : .object(id)
+    /// The node for a value stored at `location`: references to existing objects
+    /// become object nodes; dangling ones (the object was deleted) read as `null`.
+    func node(_ value: JSON, at location: ObjectPath?, trace: DependencyTrace?) -> Node {
+        guard let id = value.referencedID else { return .value(value, at: location) }
+        trace?.record(location)
+        trace?.record(ObjectPath(objectID: id, keys: []))  // revived or deleted, the value changes
+        return objects[id] == nil ? .value(.null, at: nil) : .object(id)
     }
 
-    func evaluate(_ components: ArraySlice<KeyPath.Component>, from start: Node, depth: Int) throws(CoreError) -> JSON {
+    func evaluate(
+        _ components: ArraySlice<KeyPath.Component>, from start: Node, depth: Int, trace: DependencyTrace? = nil
+    ) throws(CoreError) -> JSON {
         var current = start
         var index = components.startIndex
         while index < components.endIndex {
             switch components[index] {
             case .collection(let op):
-                return try aggregate(op, over: current.json, then: components[(index + 1)...], depth: depth)
+                trace?.record(current.location)
+                let result = try aggregate(
+                    op, over: current.json, then: components[(index + 1)...], depth: depth, trace: trace)
+                trace?.valueLocation = nil
+                return result
             case .key(let key):
                 switch current {
                 case .object(let id):
-                    current = node(try member(key, of: id, depth: depth))
-                case .value(.object(let members)):
-                    current = node(members[key] ?? .null)
-                case .value(.array(let elements)):
+                    let (value, stored) = try member(key, of: id, depth: depth, trace: trace)
+                    current = node(value, at: stored ? ObjectPath(objectID: id, keys: [key]) : nil, trace: trace)
+                case .value(.object(let members), let location):
+                    current = node(members[key] ?? .null, at: location?.appending(key), trace: trace)
+                case .value(.array(let elements), let location):
+                    trace?.record(location)
                     var mapped: [JSON] = []
                     mapped.reserveCapacity(elements.count)
                     for element in elements {
-                        mapped.append(try evaluate(components[index...], from: node(element), depth: depth))
+                        let start = node(element, at: nil, trace: trace)
+                        mapped.append(try evaluate(components[index...], from: start, depth: depth, trace: trace))
                     }
+                    trace?.valueLocation = nil  // a mapped array is stored nowhere
                     return .array(mapped)
-                case .value:
+                case .value(_, let location):
+                    trace?.record(location)
+                    trace?.valueLocation = nil
                     return .null
                 }
             }
             index += 1
         }
+        trace?.record(current.location)
+        trace?.valueLocation = current.location  // the outermost walk finishes last, so its answer stands
         return current.json
     }
 
-    /// The value of `key` on object `id`: stored, or computed when its class says so.
-    func member(_ key: String, of id: String, depth: Int) throws(CoreError) -> JSON {
-        guard let object = objects[id] else { return .null }
-        if let computed = schema(of: object)?.properties[key]?.computed {
-            return try evaluate(computed, on: id, depth: depth + 1)
+    /// The value of `key` on object `id`, and whether it is stored (not computed).
+    func member(_ key: String, of id: String, depth: Int, trace: DependencyTrace? = nil) throws(CoreError) -> (
+        JSON, Bool
+    ) {
+        guard let object = objects[id] else { return (.null, false) }
+        if let spec = schema(of: object)?.properties[key], let computed = spec.computed {
+            for path in spec.dependsOn {
+                _ = try? evaluate(path.components[...], from: .object(id), depth: depth + 1, trace: trace)
+            }
+            return (try evaluate(computed, on: id, depth: depth + 1, trace: trace), false)
         }
-        return object.values[key] ?? .null
+        return (object.values[key] ?? .null, true)
     }
 
-    func evaluate(_ computed: Computed, on id: String, depth: Int) throws(CoreError) -> JSON {
+    func evaluate(_ computed: Computed, on id: String, depth: Int, trace: DependencyTrace? = nil) throws(CoreError)
+        -> JSON
+    {
         guard depth <= Self.maxComputedDepth else {
             throw CoreError(
                 .invalidKeyPath,
@@ -76,14 +105,15 @@ extension StoreState {
         }
         switch computed {
         case .keyPath(let path):
-            return try evaluate(path.components[...], from: .object(id), depth: depth)
+            return try evaluate(path.components[...], from: .object(id), depth: depth, trace: trace)
         case .template(let parts, _):
             var text = ""
             for part in parts {
                 switch part {
                 case .literal(let literal): text += literal
                 case .keyPath(let path):
-                    text += Self.text(of: try evaluate(path.components[...], from: .object(id), depth: depth))
+                    text += Self.text(
+                        of: try evaluate(path.components[...], from: .object(id), depth: depth, trace: trace))
                 }
             }
             return .string(text)
@@ -100,7 +130,7 @@ extension StoreState {
     }
 
     /// Snapshot of an object: stored values in order, every class property, then computed ones.
-    func snapshot(_ object: StoredObject, retainedBy: [String] = []) -> ObjectSnapshot {
+    func snapshot(_ object: StoredObject) -> ObjectSnapshot {
         var values = JSONObject()
         if let schema = schema(of: object) {
             for name in schema.propertyNames {
@@ -115,7 +145,7 @@ extension StoreState {
         }
         return ObjectSnapshot(
             id: object.id, className: object.className, revision: object.revision,
-            createdAt: object.createdAt, values: values, retainedBy: retainedBy)
+            createdAt: object.createdAt, values: values, retainedBy: retainers(of: object.id))
     }
 
     /// A stored value as reads show it: a dangling reference at the top reads as `null`.

@@ -124,7 +124,19 @@ extension StoreState {
         try checkAssignable(value, to: target)
         let revision = nextRevision()
         store(value, at: target, revision: revision)
+        propagate([write(at: target)], revision: revision)
+        appendValueChanged(target, value, revision: revision)
         return revision
+    }
+
+    mutating func appendValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:]) {
+        var members: JSONObject = [
+            "object": .string(target.objectID),
+            "keyPath": .string((target.inner + [target.key]).joined(separator: ".")),
+            "value": value, "revision": .int(revision),
+        ]
+        for (key, member) in extra { members[key] = member }
+        appendAdmin("valueChanged", members)
     }
 
     /// Sets several top-level keys at once, under one revision (all or none).
@@ -145,6 +157,8 @@ extension StoreState {
         }
         let revision = nextRevision()
         for (target, value) in targets { store(value, at: target, revision: revision) }
+        propagate(targets.map { write(at: $0.0) }, revision: revision)
+        for (target, value) in targets { appendValueChanged(target, value, revision: revision) }
         return revision
     }
 
@@ -163,6 +177,15 @@ extension StoreState {
         try checkAssignable(.array(result), to: target)
         let revision = nextRevision()
         store(.array(result), at: target, revision: revision)
+        let change = write(at: target)
+        propagate(
+            [change], revision: revision,
+            toMany: ToManyChange(location: change.location, mutation: mutation, before: array, after: result))
+        appendValueChanged(
+            target, .array(result), revision: revision,
+            extra: [
+                "kind": .string(mutation.kind.rawValue), "indexes": .array(mutation.indexes.map(JSON.int)),
+            ])
         return revision
     }
 }

@@ -18,8 +18,27 @@ struct StoreState: Sendable {
     var objectIDsByClass: [String: SortedIDs] = [:]
     var limits: StoreLimits
 
+    // MARK: Observation
+    var observers: [String: ObserverRecord] = [:]
+    var registrations: [String: Registration] = [:]
+    /// Registration ids by object, then by the top-level key they read ("" for the
+    /// object's existence): a write finds what it affects here, never by a scan.
+    var dependents: [String: [String: Set<String>]] = [:]
+    /// Registration ids by the object they observe (deletion, retain/release).
+    var registrationsByObject: [String: Set<String>] = [:]
+    var registrationSequence = 0
+    /// Objects deleted while an observer retains them (`retainObserved`).
+    var pendingRelease: Set<String> = []
+    var leaseDeadlines = DeadlineHeap()
+    /// Open event streams, the admin stream included.
+    var streams = 0
+    let adminLog: EventLog
+    /// Logs that got events during the current operation, woken after the lock is released.
+    var touchedLogs: [ObjectIdentifier: EventLog] = [:]
+
     init(limits: StoreLimits) {
         self.limits = limits
+        self.adminLog = EventLog(capacity: limits.adminReplay)
     }
 
     /// Takes the next revision.

@@ -20,6 +20,13 @@ public struct ObjectSnapshot: Sendable, Equatable {
     public let retainedBy: [String]
 }
 
+/// What deleting an object did.
+public enum DeleteOutcome: Sendable, Equatable {
+    case deleted(revision: Int)
+    /// Retained by observers (`retainObserved`); `revision` is nil when it already was pending.
+    case releasePending(retainedBy: [String], revision: Int?)
+}
+
 /// One page of `GET /v1/objects`.
 public struct ObjectPage: Sendable {
     public let objects: [ObjectSnapshot]
@@ -39,4 +46,21 @@ public struct StoreStats: Sendable {
     public let objects: Int
     public let classes: Int
     public let revision: Int
+    public let observers: Int
+    public let observations: Int
+    public let streams: Int
+}
+
+extension ObjectSnapshot {
+    /// `{"id", "class", "revision", "createdAt", "values", "retainedBy"}`.
+    public var json: JSONObject {
+        [
+            "id": .string(id),
+            "class": className.map(JSON.string) ?? .null,
+            "revision": .int(revision),
+            "createdAt": .string(createdAt.rfc3339),
+            "values": .object(values),
+            "retainedBy": .array(retainedBy.map(JSON.string)),
+        ]
+    }
 }

@@ -55,7 +55,7 @@ public struct ArrayMutation: Sendable, Equatable {
 
     /// The elements at `indexes` in `array` (what the mutation removes or replaces).
     public func affected(in array: [JSON]) -> [JSON] {
-        indexes.compactMap { array.indices.contains($0) ? array[$0] : nil }
+        indexes.compactMap { array.indices.contains($0) ? array[$0] : JSON?.none }  // `nil` would be JSON null
     }
 
     private func outOfRange(_ index: Int, _ count: Int) -> CoreError {

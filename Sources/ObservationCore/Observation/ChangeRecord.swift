@@ -1,0 +1,57 @@
+/// A change record before encoding (section 6.1), with `old`/`new` already filtered by the options.
+struct ChangeRecord {
+    enum Flag { case prior, initial }
+
+    var kind = "setting"
+    var indexes: [Int]?
+    var flag: Flag?
+    var old: JSON?
+    var new: JSON?
+    let revision: Int
+
+    /// The shared part: `"kind":…,…,"revision":n` (the same for every registration on the same value).
+    func encodedTail() -> [UInt8] {
+        var writer = JSONWriter(capacity: 128)
+        writer.raw("\"kind\":")
+        writer.write(kind)
+        if let indexes {
+            writer.raw(",\"indexes\":")
+            writer.write(.array(indexes.map(JSON.int)))
+        }
+        switch flag {
+        case .prior: writer.raw(",\"prior\":true")
+        case .initial: writer.raw(",\"initial\":true")
+        case nil: break
+        }
+        if let old {
+            writer.raw(",\"old\":")
+            writer.write(old)
+        }
+        if let new {
+            writer.raw(",\"new\":")
+            writer.write(new)
+        }
+        writer.raw(",\"revision\":")
+        writer.write(revision)
+        return writer.bytes
+    }
+
+    /// The whole record for `registration`: its own fields around the shared tail.
+    static func encode(_ registration: Registration, tail: [UInt8]) -> [UInt8] {
+        var writer = JSONWriter(capacity: tail.count + 96)
+        writer.raw("{\"observation\":")
+        writer.write(registration.id)
+        writer.raw(",\"object\":")
+        writer.write(registration.objectID)
+        writer.raw(",\"keyPath\":")
+        writer.write(registration.keyPath.description)
+        writer.raw(",")
+        writer.raw(tail)
+        if let context = registration.context {
+            writer.raw(",\"context\":")
+            writer.write(context)
+        }
+        writer.raw("}")
+        return writer.bytes
+    }
+}

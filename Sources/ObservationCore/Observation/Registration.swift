@@ -1,0 +1,43 @@
+/// One KVO registration: an observer watching `keyPath` of one object (FBKVOController's `_FBKVOInfo`).
+///
+/// It remembers the value it last saw (the `old` of the next change), the value at
+/// its last notification (the `old` of a manual `notify`), and the places its key
+/// path read, so a write finds it through the dependency index and a change of a
+/// link re-binds it to the new target.
+struct Registration: Sendable {
+    let id: String
+    let observerID: String
+    let objectID: String
+    let keyPath: KeyPath
+    let options: ObservationOptions
+    let context: JSON?
+    let createdAt: Timestamp
+    /// Creation order, for listing and for a stable record order within one change.
+    let sequence: Int
+    /// The notify policy of the computed property the path ends on, if it does.
+    let derivedPolicy: NotifyPolicy?
+    var value: JSON
+    var notifiedValue: JSON
+    var dependencies: Set<ObjectPath>
+    /// Where the observed value is stored, when it is a stored value (to-many records).
+    var location: ObjectPath?
+}
+
+/// A registration as clients see it.
+public struct RegistrationSnapshot: Sendable, Equatable {
+    public let id: String
+    public let observerID: String
+    public let objectID: String
+    public let keyPath: String
+    public let options: ObservationOptions
+    public let context: JSON?
+    public let createdAt: Timestamp
+}
+
+extension Registration {
+    var snapshot: RegistrationSnapshot {
+        RegistrationSnapshot(
+            id: id, observerID: observerID, objectID: objectID, keyPath: keyPath.description, options: options,
+            context: context, createdAt: createdAt)
+    }
+}

@@ -1,0 +1,111 @@
+// MARK: - Observers, registrations, streams
+
+/// What `observe` answers: each registration asked for, and whether it already existed.
+public struct ObserveResult: Sendable {
+    public let registrations: [(registration: RegistrationSnapshot, deduplicated: Bool)]
+    /// The revision taken, nil when every pair was already registered (nothing changed).
+    public let revision: Int?
+}
+
+extension Store {
+    public func createObserver(_ settings: ObserverSettings) throws(CoreError) -> CreatedObserver {
+        let now = Moment.now()
+        return try change { state throws(CoreError) in try state.createObserver(settings, at: now) }
+    }
+
+    /// Every observer, in creation order.
+    public func observers() -> [ObserverSnapshot] {
+        let now = Moment.now()
+        return state.withLock { state in
+            state.observers.values.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+                .map { state.observerSnapshot($0, at: now, withRegistrations: false) }
+        }
+    }
+
+    /// One observer, with its registrations.
+    public func observer(_ id: String) throws(CoreError) -> ObserverSnapshot {
+        let now = Moment.now()
+        return try read { state throws(CoreError) in
+            state.observerSnapshot(try state.existingObserver(id), at: now, withRegistrations: true)
+        }
+    }
+
+    /// Removes an observer and all it owns (unobserveAll); returns the revision.
+    public func deleteObserver(_ id: String) throws(CoreError) -> Int {
+        try change { state throws(CoreError) in try state.removeObserver(id, reason: "deleted") }
+    }
+
+    /// Restarts the lease; returns when it now runs out (nil while a stream holds it).
+    public func keepalive(_ id: String) throws(CoreError) -> Timestamp? {
+        let now = Moment.now()
+        return try change { state throws(CoreError) in try state.keepalive(id, at: now) }
+    }
+
+    /// Registers key paths of an object for an observer (deduplicated per pair).
+    public func observe(
+        observerID: String, objectID: String, keyPaths: [String], options: ObservationOptions, context: JSON?
+    ) throws(CoreError) -> ObserveResult {
+        let now = Moment.now()
+        let outcome = try change { state throws(CoreError) in
+            try state.observe(
+                observerID: observerID, objectID: objectID, keyPaths: keyPaths, options: options, context: context,
+                at: now)
+        }
+        return ObserveResult(registrations: outcome.registrations, revision: outcome.revision)
+    }
+
+    /// Removes registrations: by id, by object and key path, by object, or all (no filter).
+    /// Returns the revision, or nil when unobserveAll found nothing to remove.
+    public func unobserve(
+        observerID: String, registrationID: String? = nil, objectID: String? = nil, keyPath: String? = nil
+    ) throws(CoreError) -> Int? {
+        try change { state throws(CoreError) in
+            try state.unobserve(
+                observerID: observerID, registrationID: registrationID, objectID: objectID, keyPath: keyPath)
+        }
+    }
+
+    // MARK: Leases
+
+    /// Removes the observers whose lease ran out; returns their ids.
+    @discardableResult
+    public func expireLeases() -> [String] {
+        let now = Moment.now()
+        return (try? change { state in state.expireLeases(at: now) }) ?? []
+    }
+
+    /// When the next lease may run out.
+    public var nextLeaseDeadline: ContinuousClock.Instant? { state.withLock { $0.nextLeaseDeadline } }
+
+    // MARK: Streams
+
+    /// Opens an event stream on an observer's log (nil: the admin log). Close it with `closeStream`.
+    public func openStream(of observerID: String?) throws(CoreError) -> EventLog {
+        try read { state throws(CoreError) in try state.openStream(of: observerID) }
+    }
+
+    public func closeStream(of observerID: String?) {
+        let now = Moment.now()
+        state.withLock { $0.closeStream(of: observerID, at: now) }
+    }
+
+    /// What a client that fell out of the replay buffer needs to rebuild its state: one
+    /// `change` record with `"initial": true` and the current value per registration (no ids).
+    public func rebuildRecords(of observerID: String) -> [Event] {
+        state.withLock { state in
+            guard let observer = state.observers[observerID] else { return [] }
+            return observer.registrationsByTarget.values.compactMap { state.registrations[$0] }
+                .sorted { $0.sequence < $1.sequence }
+                .map { registration in
+                    var record = ChangeRecord(revision: state.revision)
+                    record.flag = .initial
+                    record.new = (try? state.read(registration.keyPath, of: registration.objectID)) ?? .null
+                    return Event(
+                        id: 0, name: "change", data: ChangeRecord.encode(registration, tail: record.encodedTail()))
+                }
+        }
+    }
+
+    /// The observer's token (shown once at creation; kept for the security layer).
+    public func token(of observerID: String) -> String? { state.withLock { $0.observers[observerID]?.token } }
+}
