@@ -67,6 +67,14 @@ struct JSONBody {
         }
     }
 
+    func bool(_ key: String) throws -> Bool? {
+        switch members[key] {
+        case nil, .null?: return nil
+        case .bool(let value)?: return value
+        case let other?: throw mismatch(key, "a boolean", other)
+        }
+    }
+
     func object(_ key: String) throws -> JSONObject? {
         switch members[key] {
         case nil, .null?: return nil

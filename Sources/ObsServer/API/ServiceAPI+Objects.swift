@@ -33,8 +33,12 @@ extension ServiceAPI {
                     ifRevision: try body.int("ifRevision")))
         }
         router.on(.delete, "/v1/objects/{id}") { _, parameters in
-            _ = try store.deleteObject(parameters["id"])
-            return .noContent
+            switch try store.deleteObject(parameters["id"]) {
+            case .deleted: return .noContent
+            case .releasePending(let retainedBy, _):
+                return .json(
+                    ["state": "releasePending", "retainedBy": .array(retainedBy.map(JSON.string))], status: 202)
+            }
         }
     }
 }

@@ -7,6 +7,8 @@ import Synchronization
 struct ServiceAPI: Sendable {
     let store: Store
     let counters: ServiceCounters
+    let hub: StreamHub
+    let timer: ServiceTimer
 
     /// Registers every route of the service.
     func register(in router: inout RouterBuilder) {
@@ -14,6 +16,8 @@ struct ServiceAPI: Sendable {
         registerClasses(in: &router)
         registerObjects(in: &router)
         registerValues(in: &router)
+        registerObservers(in: &router)
+        registerStreams(in: &router)
     }
 }
 

@@ -11,14 +11,20 @@ final class Server: Sendable {
     let store: Store
     let router: Router
     private let daemon: HTTPDaemon
+    private let timer: ServiceTimer
 
     init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
         if let dataDir = config.dataDir { try Self.prepare(dataDir: dataDir) }
-        let store = Store(limits: StoreLimits(maxObjects: config.maxObjects))
+        let store = Store(
+            limits: StoreLimits(
+                maxObjects: config.maxObjects, maxObservers: config.maxObservers,
+                maxRegistrationsPerObserver: config.maxRegistrationsPerObserver, maxStreams: config.maxStreams))
         let counters = ServiceCounters()
+        let hub = StreamHub()
+        let timer = ServiceTimer(store: store, hub: hub, heartbeatInterval: config.heartbeatInterval)
         var builder = RouterBuilder()
-        ServiceAPI(store: store, counters: counters).register(in: &builder)
+        ServiceAPI(store: store, counters: counters, hub: hub, timer: timer).register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
         let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request.path) }
         let authenticator = Authenticator(token: config.token)
@@ -33,13 +39,21 @@ final class Server: Sendable {
         self.config = config
         self.store = store
         self.router = router
+        self.timer = timer
     }
 
-    /// Starts listening; returns the bound port.
-    func start() throws -> UInt16 { try daemon.start() }
+    /// Starts listening (and the lease/heartbeat timer); returns the bound port.
+    func start() throws -> UInt16 {
+        let port = try daemon.start()
+        timer.start()
+        return port
+    }
 
-    /// Stops serving: closes every connection and waits for the worker threads.
-    func stop() { daemon.stop() }
+    /// Stops serving: ends every event stream, closes every connection, stops the timer.
+    func stop() {
+        daemon.stop()
+        timer.stop()
+    }
 
     /// Creates the data directory if needed and checks that it is writable.
     private static func prepare(dataDir: String) throws {

@@ -18,6 +18,8 @@ struct ServerConfig: Sendable {
     var maxObservers = 100_000
     var maxRegistrationsPerObserver = 10_000
     var maxStreams = 10_000
+    /// How often an idle event stream gets a `: keep-alive` comment (the contract: at most 15 s).
+    var heartbeatInterval: Duration = .seconds(15)
 
     /// Whether `host` only accepts connections from this machine.
     var isLoopback: Bool {

@@ -1,4 +1,5 @@
 private import CMicroHTTPD
+import Foundation
 import Synchronization
 
 /// Settings for the HTTP daemon.
@@ -33,6 +34,9 @@ final class HTTPDaemon: Sendable {
     private let options: HTTPDaemonOptions
     private let handler: Handler
     private let daemon = Mutex<DaemonHandle?>(nil)
+    /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
+    /// when stopped with suspended connections).
+    private let streams = Mutex<[ObjectIdentifier: StreamConnection]>([:])
 
     init(options: HTTPDaemonOptions, handler: @escaping Handler) {
         self.options = options
@@ -70,11 +74,22 @@ final class HTTPDaemon: Sendable {
         }
     }
 
-    /// Stops accepting and closes every connection. Idempotent.
-    func stop() {
+    /// Stops accepting, ends every event stream, waits for them (at most `grace`), then
+    /// closes every connection. Idempotent.
+    func stop(grace: Duration = .seconds(5)) {
         guard let handle = daemon.withLock({ $0.take() }) else { return }
+        let listener = MHD_quiesce_daemon(handle.pointer)
+        for stream in streams.withLock({ Array($0.values) }) { stream.stop() }
+        let deadline = ContinuousClock.now + grace
+        while !streams.withLock({ $0.isEmpty }), ContinuousClock.now < deadline {
+            usleep(2_000)  // shutdown only: streams drain in a few milliseconds
+        }
         MHD_stop_daemon(handle.pointer)
+        if listener >= 0 { close(listener) }
     }
+
+    /// Open event streams.
+    var openStreams: Int { streams.withLock { $0.count } }
 
     // MARK: - Callbacks (C → Swift)
 
@@ -140,6 +155,7 @@ final class HTTPDaemon: Sendable {
     }
 
     private func queue(_ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
+        if let body = response.stream { return queueStream(body, response, connection) }
         let created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
                 bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
@@ -149,6 +165,43 @@ final class HTTPDaemon: Sendable {
         if !response.contentType.isEmpty { MHD_add_response_header(created, "Content-Type", response.contentType) }
         for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
         return MHD_queue_response(connection, UInt32(response.status), created)
+    }
+
+    // MARK: - Event streams
+
+    private func queueStream(_ body: any StreamBody, _ response: HTTPResponse, _ connection: OpaquePointer)
+        -> MHD_Result
+    {
+        let handle = ConnectionHandle(pointer: connection)
+        let stream = StreamConnection(
+            body: body, suspend: { MHD_suspend_connection(handle.pointer) },
+            resume: { MHD_resume_connection(handle.pointer) })
+        let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self)).toOpaque()
+        guard let created = cmhd_create_stream_response(32 * 1024, Self.streamReader, context, Self.streamFreed) else {
+            Unmanaged<StreamContext>.fromOpaque(context).release()
+            return .NO
+        }
+        defer { MHD_destroy_response(created) }
+        streams.withLock { $0[ObjectIdentifier(stream)] = stream }
+        body.start { [weak stream] in stream?.wake() }
+        MHD_add_response_header(created, "Content-Type", response.contentType)
+        for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
+        return MHD_queue_response(connection, UInt32(response.status), created)
+    }
+
+    /// Called when the socket can take more of a stream.
+    private static let streamReader: MHD_ContentReaderCallback = { context, _, buffer, max in
+        guard let context, let buffer else { return -1 }
+        let stream = Unmanaged<StreamContext>.fromOpaque(context).takeUnretainedValue().stream
+        return stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
+    }
+
+    /// Called once when a stream's connection ends: releases it and tells its body.
+    private static let streamFreed: MHD_ContentReaderFreeCallback = { context in
+        guard let context else { return }
+        let box = Unmanaged<StreamContext>.fromOpaque(context).takeRetainedValue()
+        box.daemon.streams.withLock { $0[ObjectIdentifier(box.stream)] = nil }
+        box.stream.body.finish()
     }
 
     private func header(_ connection: OpaquePointer, _ name: String) -> String? {
@@ -182,6 +235,24 @@ struct HTTPDaemonError: Error, CustomStringConvertible {
 /// The daemon pointer, boxed so the `Mutex` can own it.
 private struct DaemonHandle: @unchecked Sendable {
     // Unchecked: the pointer is only used to stop the daemon, once, by the thread that takes it out of the lock.
+    let pointer: OpaquePointer
+}
+
+/// What a stream's reader and free callbacks need.
+private final class StreamContext: Sendable {
+    let stream: StreamConnection
+    let daemon: HTTPDaemon
+
+    init(stream: StreamConnection, daemon: HTTPDaemon) {
+        self.stream = stream
+        self.daemon = daemon
+    }
+}
+
+/// A connection pointer captured by a stream's suspend/resume functions.
+private struct ConnectionHandle: @unchecked Sendable {
+    // Unchecked: libmicrohttpd allows resuming from any thread; StreamConnection calls
+    // suspend and resume only under its own lock, so uses never overlap.
     let pointer: OpaquePointer
 }
 

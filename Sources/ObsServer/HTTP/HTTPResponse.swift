@@ -6,6 +6,8 @@ struct HTTPResponse: Sendable {
     var contentType: String
     var headers: [(name: String, value: String)] = []
     var body: [UInt8]
+    /// When set, the body is this stream instead of `body`.
+    var stream: (any StreamBody)?
 
     static let jsonContentType = "application/json; charset=utf-8"
 
@@ -28,6 +30,13 @@ struct HTTPResponse: Sendable {
             writer.write(revision)
             writer.raw("}")
         }
+    }
+
+    /// A `text/event-stream` response fed by `stream`.
+    static func eventStream(_ stream: any StreamBody) -> HTTPResponse {
+        var response = HTTPResponse(status: 200, contentType: "text/event-stream", body: [], stream: stream)
+        response.headers = [("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+        return response
     }
 
     /// 204 No Content.

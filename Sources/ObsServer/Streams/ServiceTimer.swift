@@ -1,0 +1,65 @@
+import Foundation
+import ObservationCore
+import Synchronization
+
+/// The one timer thread: lease expiry and stream heartbeats.
+///
+/// It sleeps until the next deadline (the earliest lease, or the next heartbeat);
+/// `reschedule()` wakes it when a deadline may have moved earlier. No polling: an
+/// idle server wakes once per heartbeat interval.
+final class ServiceTimer: Sendable {
+    private let store: Store
+    private let hub: StreamHub
+    private let heartbeatInterval: Duration
+    private let condition = NSCondition()
+    private let state = Mutex((stopped: false, rescheduled: false))
+
+    init(store: Store, hub: StreamHub, heartbeatInterval: Duration) {
+        self.store = store
+        self.hub = hub
+        self.heartbeatInterval = heartbeatInterval
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "obs-timer"
+        thread.start()
+    }
+
+    func stop() {
+        state.withLock { $0.stopped = true }
+        reschedule()
+    }
+
+    /// Wakes the timer to look at its deadlines again.
+    func reschedule() {
+        condition.lock()
+        state.withLock { $0.rescheduled = true }
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        var nextHeartbeat = ContinuousClock.now + heartbeatInterval
+        while !state.withLock({ $0.stopped }) {
+            let now = ContinuousClock.now
+            if now >= nextHeartbeat {
+                hub.heartbeat()
+                nextHeartbeat = now + heartbeatInterval
+            }
+            store.expireLeases()
+            let deadline = min(nextHeartbeat, store.nextLeaseDeadline ?? nextHeartbeat)
+            condition.lock()
+            if !state.withLock({ $0.rescheduled }), deadline > ContinuousClock.now {
+                _ = condition.wait(
+                    until: Date(timeIntervalSinceNow: Self.seconds(deadline - ContinuousClock.now) + 0.001))
+            }
+            state.withLock { $0.rescheduled = false }
+            condition.unlock()
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
