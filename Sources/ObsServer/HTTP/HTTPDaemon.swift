@@ -1,6 +1,6 @@
 private import CMicroHTTPD
 import Foundation
-import Synchronization
+import ObservationCore
 
 /// Settings for the HTTP daemon.
 struct HTTPDaemonOptions: Sendable {
@@ -33,10 +33,10 @@ final class HTTPDaemon: Sendable {
 
     private let options: HTTPDaemonOptions
     private let handler: Handler
-    private let daemon = Mutex<DaemonHandle?>(nil)
+    private let daemon = Locked<DaemonHandle?>(nil)
     /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
     /// when stopped with suspended connections).
-    private let streams = Mutex<[ObjectIdentifier: StreamConnection]>([:])
+    private let streams = Locked<[ObjectIdentifier: StreamConnection]>([:])
 
     init(options: HTTPDaemonOptions, handler: @escaping Handler) {
         self.options = options

@@ -1,4 +1,4 @@
-import Synchronization
+import ObservationCore
 
 /// One event-stream connection: its body, and the parked/woken state shared by
 /// libmicrohttpd's reader (on a worker thread) and wakers (on any thread).
@@ -16,7 +16,7 @@ final class StreamConnection: Sendable {
     let body: any StreamBody
     private let suspend: @Sendable () -> Void
     private let resume: @Sendable () -> Void
-    private let flags = Mutex(Flags())
+    private let flags = Locked(Flags())
 
     /// `suspend` and `resume` park and un-park the connection (the daemon's calls); they are
     /// only ever called under this object's lock.

@@ -20,7 +20,7 @@ final class EventStream: StreamBody {
     }
 
     let log: EventLog
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let onFinish: @Sendable (EventStream) -> Void
     private let counters: StreamCounters
 
@@ -34,7 +34,7 @@ final class EventStream: StreamBody {
         self.onFinish = onFinish
         var bytes: [UInt8] = Array(": connected\n\n".utf8)
         for event in prelude { Self.format(event, into: &bytes) }
-        state = Mutex(State(cursor: cursor, pending: bytes))
+        state = Locked(State(cursor: cursor, pending: bytes))
     }
 
     func start(wake: @escaping @Sendable () -> Void) {

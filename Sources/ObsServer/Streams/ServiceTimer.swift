@@ -1,6 +1,5 @@
 import Foundation
 import ObservationCore
-import Synchronization
 
 /// The one timer thread: lease expiry and stream heartbeats.
 ///
@@ -12,7 +11,7 @@ final class ServiceTimer: Sendable {
     private let hub: StreamHub
     private let heartbeatInterval: Duration
     private let condition = NSCondition()
-    private let state = Mutex((stopped: false, rescheduled: false))
+    private let state = Locked((stopped: false, rescheduled: false))
 
     init(store: Store, hub: StreamHub, heartbeatInterval: Duration) {
         self.store = store

@@ -1,9 +1,8 @@
 import ObservationCore
-import Synchronization
 
 /// The open event streams: heartbeats go to all of them; each one's end is reported to the store.
 final class StreamHub: Sendable {
-    private let streams = Mutex<[ObjectIdentifier: EventStream]>([:])
+    private let streams = Locked<[ObjectIdentifier: EventStream]>([:])
     let counters = StreamCounters()
 
     func add(_ stream: EventStream) {
