@@ -56,8 +56,10 @@ final class HTTPDaemon: Sendable {
             let started: OpaquePointer? = options.host.withCString { host in
                 var config = cmhd_daemon_config(
                     flags: MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+                        | MHD_USE_TURBO.rawValue
                         | MHD_USE_ERROR_LOG.rawValue,
-                    host: host, port: options.port, thread_pool_size: UInt32(options.threads),
+                    host: host, port: options.port,
+                    thread_pool_size: options.threads > 1 ? UInt32(options.threads) : 0,  // 1 means no pool
                     connection_limit: UInt32(options.connectionLimit),
                     connection_memory_limit: UInt32(options.connectionMemoryLimit),
                     connection_timeout: UInt32(options.connectionTimeout), listen_backlog: 4096,
@@ -177,7 +179,7 @@ final class HTTPDaemon: Sendable {
             body: body, suspend: { MHD_suspend_connection(handle.pointer) },
             resume: { MHD_resume_connection(handle.pointer) })
         let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self)).toOpaque()
-        guard let created = cmhd_create_stream_response(32 * 1024, Self.streamReader, context, Self.streamFreed) else {
+        guard let created = cmhd_create_stream_response(4 * 1024, Self.streamReader, context, Self.streamFreed) else {
             Unmanaged<StreamContext>.fromOpaque(context).release()
             return .NO
         }
