@@ -52,7 +52,7 @@ test-swift:
 	$(SWIFT) test --skip-build
 
 test-tsan:
-	OBS_TSAN=1 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
+	OBS_TSAN=1 OBS_SOAK_SECONDS=10 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
 
 PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --workloads w1 --runs 3
 

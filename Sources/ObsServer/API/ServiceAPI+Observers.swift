@@ -72,6 +72,7 @@ extension ServiceAPI {
                     })
             ]
             if all { members["deduplicated"] = true }
+            if let revision = result.revision { members["revision"] = .int(revision) }
             return .json(.object(members), status: all ? 200 : 201)
         }
         router.on(.get, "/v1/observers/{id}/observations") { _, parameters in

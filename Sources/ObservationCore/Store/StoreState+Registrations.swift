@@ -130,6 +130,8 @@ extension StoreState {
         cancelled.write(registration.id)
         cancelled.raw(",\"reason\":")
         cancelled.write(reason)
+        cancelled.raw(",\"revision\":")
+        cancelled.write(revision)
         cancelled.raw("}")
         appendEvent("cancelled", cancelled.bytes, to: registration.observerID)
         appendAdmin(
