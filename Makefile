@@ -54,9 +54,10 @@ test-swift:
 test-tsan:
 	OBS_TSAN=1 OBS_SOAK_SECONDS=10 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
 
-PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --workloads w1 --runs 3
+PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --workloads w1,w2,w3,w4 --runs 1
 
-## Our own load tests, then the same workloads side by side with nginx+nchan; both into BENCHMARKS.md.
+## Our own wrk load tests, then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll
+## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
 bench: deps-bench release bench-peers
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
 	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)"

@@ -135,9 +135,10 @@ def main():
                      f"{r['p99']:.2f} | {r['non2xx']} | {r['cpu']:.0f} | {r['rss']:.1f} |")
     lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['cmd']}`" for r in rows] + [""]
     if args.peers_table and Path(args.peers_table).exists():
-        lines += ["## Side by side with nginx+nchan (../shared/bench, median (min–max) of 3 runs)", "",
+        lines += ["## Side by side with nginx+nchan (../shared/bench)", "",
                   f"`{args.peers_command}`", Path(args.peers_table).read_text()]
-        medians = dict(re.findall(r"^\| (\w+) \| \d+ \| ([\d,]+) ", Path(args.peers_table).read_text(), re.M))
+        w1 = Path(args.peers_table).read_text().split("### W1", 1)[-1].split("###", 1)[0]
+        medians = dict(re.findall(r"^\| (\w+) \| \d+ \| ([\d,]+) ", w1, re.M))
         if "obsserver" in medians and "nchan" in medians:
             ratio = int(medians["obsserver"].replace(",", "")) / int(medians["nchan"].replace(",", ""))
             lines += [f"W1 ratio ObsServer / nchan (medians): **{ratio:.2f}×**", ""]

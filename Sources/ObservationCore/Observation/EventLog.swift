@@ -76,7 +76,7 @@ public final class EventLog: Sendable {
 
     /// Runs every attached stream's waker (call after releasing the store's lock).
     public func wake() {
-        let wakers = state.withLock { Array($0.wakers.values) }
+        let wakers = state.withLock { $0.wakers.isEmpty ? [] : Array($0.wakers.values) }
         for wake in wakers { wake() }
     }
 

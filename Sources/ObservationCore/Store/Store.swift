@@ -16,6 +16,7 @@ public final class Store: Sendable {
     func change<T>(_ body: (inout StoreState) throws(CoreError) -> T) throws(CoreError) -> T {
         let (result, logs) = try state.withLock { state throws(CoreError) in
             let result = try body(&state)
+            guard !state.touchedLogs.isEmpty else { return (result, [EventLog]()) }
             let logs = Array(state.touchedLogs.values)
             state.touchedLogs.removeAll(keepingCapacity: true)
             return (result, logs)

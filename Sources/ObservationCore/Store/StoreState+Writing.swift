@@ -129,14 +129,25 @@ extension StoreState {
         return revision
     }
 
+    /// The admin stream's `valueChanged`, written straight to bytes: it goes out on every write.
     mutating func appendValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:]) {
-        var members: JSONObject = [
-            "object": .string(target.objectID),
-            "keyPath": .string((target.inner + [target.key]).joined(separator: ".")),
-            "value": value, "revision": .int(revision),
-        ]
-        for (key, member) in extra { members[key] = member }
-        appendAdmin("valueChanged", members)
+        var writer = JSONWriter(capacity: 96)
+        writer.raw("{\"object\":")
+        writer.write(target.objectID)
+        writer.raw(",\"keyPath\":")
+        writer.write(target.inner.isEmpty ? target.key : (target.inner + [target.key]).joined(separator: "."))
+        writer.raw(",\"value\":")
+        writer.write(value)
+        for (key, member) in extra {
+            writer.raw(",")
+            writer.key(key)
+            writer.write(member)
+        }
+        writer.raw(",\"revision\":")
+        writer.write(revision)
+        writer.raw("}")
+        adminLog.append("valueChanged", writer.bytes)
+        touchedLogs[ObjectIdentifier(adminLog)] = adminLog
     }
 
     /// Sets several top-level keys at once, under one revision (all or none).
