@@ -1,6 +1,5 @@
 import Foundation
 import ObservationCore
-import Synchronization
 import Testing
 
 @testable import ObsServer
@@ -29,7 +28,7 @@ struct StressTests {
         let startRevision = try currentRevision(setup)
 
         let port = server.port
-        let logs = Mutex<[WorkerLog]>([])
+        let logs = Locked<[WorkerLog]>([])
         let group = DispatchGroup()
         for worker in 0..<Self.threads {
             group.enter()

@@ -25,7 +25,7 @@ extension ServiceAPI {
             let observer = try store.observer(parameters["id"])
             var members = observer.summaryJSON
             members["observations"] = .array(observer.registrations.map { .object($0.json) })
-            members["subscriptions"] = .array([])
+            members["subscriptions"] = .array(observer.subscriptionList.map { .object($0.json) })
             return .json(.object(members))
         }
         router.on(.delete, "/v1/observers/{id}") { _, parameters in

@@ -10,7 +10,7 @@ extension ServiceAPI {
                 "classes": .int(stats.classes),
                 "observers": .int(stats.observers),
                 "observations": .int(stats.observations),
-                "subscriptions": 0,
+                "subscriptions": .int(store.subscriptionCount),
                 "streams": .int(stats.streams),
                 "eventsSent": .int(hub.counters.events.load(ordering: .relaxed)),
                 "droppedStreams": .int(hub.counters.dropped.load(ordering: .relaxed)),

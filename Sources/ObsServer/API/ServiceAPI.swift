@@ -18,6 +18,7 @@ struct ServiceAPI: Sendable {
         registerValues(in: &router)
         registerObservers(in: &router)
         registerStreams(in: &router)
+        registerNotifications(in: &router)
     }
 }
 
@@ -25,6 +26,18 @@ struct ServiceAPI: Sendable {
 final class ServiceCounters: Sendable {
     let startedAt = ContinuousClock.now
     let requests = Atomic<Int>(0)
+    /// When the last request arrived, in nanoseconds after `startedAt` (the idle queue waits for quiet).
+    let lastRequestNanos = Atomic<Int64>(0)
+
+    func recordRequest() {
+        requests.add(1, ordering: .relaxed)
+        let (seconds, attoseconds) = (ContinuousClock.now - startedAt).components
+        lastRequestNanos.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
+    }
+
+    var lastRequest: ContinuousClock.Instant {
+        startedAt + .nanoseconds(lastRequestNanos.load(ordering: .relaxed))
+    }
 
     var uptimeSeconds: Double {
         let elapsed = ContinuousClock.now - startedAt

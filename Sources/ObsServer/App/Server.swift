@@ -22,7 +22,8 @@ final class Server: Sendable {
                 maxRegistrationsPerObserver: config.maxRegistrationsPerObserver, maxStreams: config.maxStreams))
         let counters = ServiceCounters()
         let hub = StreamHub()
-        let timer = ServiceTimer(store: store, hub: hub, heartbeatInterval: config.heartbeatInterval)
+        let timer = ServiceTimer(
+            store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, lastRequest: { counters.lastRequest })
         var builder = RouterBuilder()
         ServiceAPI(store: store, counters: counters, hub: hub, timer: timer).register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
@@ -32,7 +33,7 @@ final class Server: Sendable {
         if let threads = config.threads { options.threads = threads }
         options.connectionLimit = max(1024, config.maxStreams + 1024)
         self.daemon = HTTPDaemon(options: options) { request in
-            counters.requests.add(1, ordering: .relaxed)
+            counters.recordRequest()
             if let refusal = authenticator.refusal(for: request) { return refusal.response }
             return router.respond(to: request)
         }

@@ -1,22 +1,33 @@
 import Foundation
 import ObservationCore
 
-/// The one timer thread: lease expiry and stream heartbeats.
+/// The one timer thread: lease expiry, stream heartbeats and the notification queue.
 ///
-/// It sleeps until the next deadline (the earliest lease, or the next heartbeat);
+/// It sleeps until the next deadline (the earliest lease, the next heartbeat, the
+/// moment queued `idle` postings are due); queued `asap` postings go out as soon as it wakes;
 /// `reschedule()` wakes it when a deadline may have moved earlier. No polling: an
 /// idle server wakes once per heartbeat interval.
 final class ServiceTimer: Sendable {
     private let store: Store
     private let hub: StreamHub
     private let heartbeatInterval: Duration
+    private let lastRequest: @Sendable () -> ContinuousClock.Instant
     private let condition = NSCondition()
+
+    /// `idle` postings wait for this much quiet (no request)…
+    static let idleQuiet: Duration = .milliseconds(50)
+    /// …but never longer than this after they were queued.
+    static let idleMaxDelay: Duration = .seconds(1)
     private let state = Locked((stopped: false, rescheduled: false))
 
-    init(store: Store, hub: StreamHub, heartbeatInterval: Duration) {
+    init(
+        store: Store, hub: StreamHub, heartbeatInterval: Duration,
+        lastRequest: @escaping @Sendable () -> ContinuousClock.Instant
+    ) {
         self.store = store
         self.hub = hub
         self.heartbeatInterval = heartbeatInterval
+        self.lastRequest = lastRequest
     }
 
     func start() {
@@ -47,7 +58,16 @@ final class ServiceTimer: Sendable {
                 nextHeartbeat = now + heartbeatInterval
             }
             store.expireLeases()
-            let deadline = min(nextHeartbeat, store.nextLeaseDeadline ?? nextHeartbeat)
+            if store.oldestQueued(.asap) != nil { store.flushQueued(.asap) }
+            var deadline = min(nextHeartbeat, store.nextLeaseDeadline ?? nextHeartbeat)
+            if let oldest = store.oldestQueued(.idle) {
+                let due = min(oldest + Self.idleMaxDelay, lastRequest() + Self.idleQuiet)
+                if due <= ContinuousClock.now {
+                    store.flushQueued(.idle)
+                } else {
+                    deadline = min(deadline, due)
+                }
+            }
             condition.lock()
             if !state.withLock({ $0.rescheduled }), deadline > ContinuousClock.now {
                 _ = condition.wait(

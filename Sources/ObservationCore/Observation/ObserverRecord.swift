@@ -10,6 +10,8 @@ struct ObserverRecord: Sendable {
     let log: EventLog
     /// Registration ids by (object, key path): the deduplication table.
     var registrationsByTarget: [RegistrationTarget: String] = [:]
+    /// Subscription ids by (name, object): the deduplication table of the notification center.
+    var subscriptionsByTarget: [SubscriptionTarget: String] = [:]
     /// Open event streams.
     var streams = 0
     /// When the lease runs out; nil while a stream is connected.
@@ -40,6 +42,8 @@ public struct ObserverSnapshot: Sendable {
     public let dropped: Int
     /// The registrations, in creation order (only filled for a single observer).
     public let registrations: [RegistrationSnapshot]
+    /// The subscriptions, in creation order (only filled for a single observer).
+    public let subscriptionList: [SubscriptionSnapshot]
 }
 
 /// What creating an observer returns: its snapshot and its token, shown once.

@@ -39,12 +39,19 @@ extension StoreState {
         let registrations =
             withRegistrations
             ? ids.compactMap { self.registrations[$0] }.sorted { $0.sequence < $1.sequence }.map(\.snapshot) : []
+        let subscriptionList =
+            withRegistrations
+            ? observer.subscriptionsByTarget.values.compactMap { subscriptions[$0] }.sorted {
+                $0.sequence < $1.sequence
+            }
+            .map(\.snapshot) : []
         return ObserverSnapshot(
             id: observer.id, name: observer.name, lease: observer.lease, retainObserved: observer.retainObserved,
             replay: observer.log.capacity, createdAt: observer.createdAt, streams: observer.streams,
-            expiresAt: observer.expiresAt.map { now.wall(at: $0) }, observations: ids.count, subscriptions: 0,
+            expiresAt: observer.expiresAt.map { now.wall(at: $0) }, observations: ids.count,
+            subscriptions: observer.subscriptionsByTarget.count,
             lastEventID: observer.log.lastID, backlog: observer.log.backlog, dropped: observer.log.droppedStreams,
-            registrations: registrations)
+            registrations: registrations, subscriptionList: subscriptionList)
     }
 
     /// Removes an observer and everything it owns (unobserveAll), as `DELETE` or lease expiry.
@@ -56,6 +63,12 @@ extension StoreState {
         }
         for registration in owned {
             removeRegistration(registration, reason: "observerRemoved", revision: revision)
+        }
+        let subscribed = observer.subscriptionsByTarget.values.compactMap { subscriptions[$0] }.sorted {
+            $0.sequence < $1.sequence
+        }
+        for subscription in subscribed {
+            removeSubscription(subscription, reason: "observerRemoved", revision: revision)
         }
         observers[id] = nil
         observer.log.close()

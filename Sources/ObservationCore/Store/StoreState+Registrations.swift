@@ -14,7 +14,8 @@ extension StoreState {
         at now: Moment
     ) throws(CoreError) -> ObserveOutcome {
         guard !keyPaths.isEmpty else { throw CoreError(.invalidRequest, "give 'keyPath' or a non-empty 'keyPaths'") }
-        let observer = try existingObserver(observerID)
+        // Read through `observers[id]`, never a local copy (see `subscribe`).
+        guard observers[observerID] != nil else { throw CoreError.notFound("observer", observerID) }
         let object = try existingObject(objectID)
         var paths: [KeyPath] = []
         for text in keyPaths {
@@ -23,9 +24,9 @@ extension StoreState {
             paths.append(path)
         }
         let fresh = Set(paths.map(\.description)).filter {
-            observer.registrationsByTarget[RegistrationTarget(objectID: objectID, keyPath: $0)] == nil
+            observers[observerID]?.registrationsByTarget[RegistrationTarget(objectID: objectID, keyPath: $0)] == nil
         }
-        guard observer.registrationsByTarget.count + fresh.count <= limits.maxRegistrationsPerObserver else {
+        guard heldRegistrations(of: observerID) + fresh.count <= limits.maxRegistrationsPerObserver else {
             throw CoreError(
                 .limitExceeded,
                 "observer \(observerID) may hold at most \(limits.maxRegistrationsPerObserver) registrations",
@@ -36,7 +37,7 @@ extension StoreState {
         var seen = Set<String>()
         for path in paths where seen.insert(path.description).inserted {
             let target = RegistrationTarget(objectID: objectID, keyPath: path.description)
-            if !fresh.contains(path.description), let existing = observer.registrationsByTarget[target],
+            if !fresh.contains(path.description), let existing = observers[observerID]?.registrationsByTarget[target],
                 let registration = registrations[existing]
             {
                 outcome.registrations.append((registration.snapshot, true))

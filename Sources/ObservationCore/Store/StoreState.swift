@@ -30,6 +30,10 @@ struct StoreState: Sendable {
     /// Objects deleted while an observer retains them (`retainObserved`).
     var pendingRelease: Set<String> = []
     var leaseDeadlines = DeadlineHeap()
+    // MARK: Notification center
+    var subscriptions: [String: Subscription] = [:]
+    var subscriptionIndex = SubscriptionIndex()
+    var notificationQueue = NotificationQueue()
     /// Open event streams, the admin stream included.
     var streams = 0
     let adminLog: EventLog
