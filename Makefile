@@ -59,8 +59,9 @@ PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --w
 ## Our own wrk load tests, then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll
 ## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
 bench: deps-bench release bench-peers
+	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
-	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)"
+	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)" --extra build/bench-posting.md
 
 bench-peers: deps-bench release
 	@if [ -d ../shared/bench ]; then \

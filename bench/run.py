@@ -91,6 +91,7 @@ def main():
     ap.add_argument("--client-cpus", default="1")
     ap.add_argument("--peers-table", help="table.md written by ../shared/bench (make bench-peers), appended as is")
     ap.add_argument("--peers-command", default="", help="the command that produced --peers-table")
+    ap.add_argument("--extra", action="append", default=[], help="more Markdown sections to append (posting.py)")
     args = ap.parse_args()
 
     with socket.socket() as s:
@@ -142,6 +143,9 @@ def main():
         if "obsserver" in medians and "nchan" in medians:
             ratio = int(medians["obsserver"].replace(",", "")) / int(medians["nchan"].replace(",", ""))
             lines += [f"W1 ratio ObsServer / nchan (medians): **{ratio:.2f}×**", ""]
+    for extra in args.extra:
+        if Path(extra).exists():
+            lines += [Path(extra).read_text()]
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     if any(r["non2xx"] for r in rows):
