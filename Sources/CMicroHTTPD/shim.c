@@ -4,8 +4,29 @@
 #include <sched.h>
 
 #include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <string.h>
+
+/// The Swift function that receives log lines: the same for every daemon, so one atomic
+/// global serves them all; each daemon's own context travels as libmicrohttpd's `cls`.
+static void (*cmhd_log_sink)(void *context, const char *message);
+
+static void cmhd_log_trampoline(void *cls, const char *format, va_list arguments) {
+    // Why: libmicrohttpd's logger takes a va_list, which Swift cannot receive; format here.
+    void (*sink)(void *, const char *) = __atomic_load_n(&cmhd_log_sink, __ATOMIC_ACQUIRE);
+    if (sink == NULL) {
+        return;
+    }
+    char message[512];
+    vsnprintf(message, sizeof message, format, arguments);
+    size_t length = strlen(message);
+    while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r')) {
+        message[--length] = '\0';
+    }
+    sink(cls, message);
+}
 
 struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const char **error_out) {
     // Why: MHD_start_daemon is variadic; a fixed option array through
@@ -31,16 +52,25 @@ struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const cha
             return NULL;
         }
     }
-    struct MHD_OptionItem options[] = {
-        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)config->completed, config->completed_context},
-        {MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL},
-        {MHD_OPTION_CONNECTION_LIMIT, config->connection_limit, NULL},
-        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, config->connection_memory_limit, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout, NULL},
-        {MHD_OPTION_LISTEN_BACKLOG_SIZE, config->listen_backlog, NULL},
-        {address != NULL ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)address},
-        {MHD_OPTION_END, 0, NULL},
-    };
+    struct MHD_OptionItem options[10];
+    size_t count = 0;
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)config->completed,
+                                               config->completed_context};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, config->connection_limit, NULL};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, config->connection_memory_limit,
+                                               NULL};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout, NULL};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, config->listen_backlog, NULL};
+    if (config->log_sink != NULL) {
+        __atomic_store_n(&cmhd_log_sink, config->log_sink, __ATOMIC_RELEASE);
+        options[count++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)cmhd_log_trampoline,
+                                                   config->log_context};
+    }
+    if (address != NULL) {
+        options[count++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)address};
+    }
+    options[count] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     struct MHD_Daemon *daemon = MHD_start_daemon(flags, config->port, NULL, NULL, config->handler,
                                                  config->handler_context, MHD_OPTION_ARRAY, options,
                                                  MHD_OPTION_END);

@@ -25,6 +25,9 @@ typedef struct {
     void *_Nullable handler_context;
     MHD_RequestCompletedCallback _Nonnull completed;
     void *_Nullable completed_context;
+    /// Receives libmicrohttpd's log messages, already formatted (NULL: its default, stderr).
+    void (*_Nullable log_sink)(void *_Nullable context, const char *_Nonnull message);
+    void *_Nullable log_context;
 } cmhd_daemon_config;
 
 /// Starts a daemon from `config`. Returns NULL on failure, with `*error_out`

@@ -31,6 +31,11 @@ final class ServiceCounters: Sendable {
 
     func recordRequest() {
         requests.add(1, ordering: .relaxed)
+        recordActivity()
+    }
+
+    /// Marks the server busy now (a request arrived or was answered).
+    func recordActivity() {
         let (seconds, attoseconds) = (ContinuousClock.now - startedAt).components
         lastRequestNanos.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
     }

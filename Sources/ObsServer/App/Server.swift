@@ -23,17 +23,21 @@ final class Server: Sendable {
         let counters = ServiceCounters()
         let hub = StreamHub()
         let timer = ServiceTimer(
-            store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, lastRequest: { counters.lastRequest })
+            store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
+            lastRequest: { counters.lastRequest })
         var builder = RouterBuilder()
         ServiceAPI(store: store, counters: counters, hub: hub, timer: timer).register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
         let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request.path) }
         let authenticator = Authenticator(token: config.token)
-        var options = HTTPDaemonOptions(host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes)
+        var options = HTTPDaemonOptions(
+            host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes, logger: logger)
         if let threads = config.threads { options.threads = threads }
         options.connectionLimit = max(1024, config.maxStreams + 1024)
         self.daemon = HTTPDaemon(options: options) { request in
             counters.recordRequest()
+            // Quiet (for idle postings) counts from the moment the answer is ready, not from arrival.
+            defer { counters.recordActivity() }
             if let refusal = authenticator.refusal(for: request) { return refusal.response }
             return router.respond(to: request)
         }

@@ -20,6 +20,8 @@ struct ServerConfig: Sendable {
     var maxStreams = 10_000
     /// How often an idle event stream gets a `: keep-alive` comment (the contract: at most 15 s).
     var heartbeatInterval: Duration = .seconds(15)
+    /// How long the server must go without a request before `idle` postings go out (the contract: 50 ms).
+    var idleQuiet: Duration = .milliseconds(50)
 
     /// Whether `host` only accepts connections from this machine.
     var isLoopback: Bool {

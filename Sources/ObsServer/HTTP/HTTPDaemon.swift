@@ -1,5 +1,6 @@
 private import CMicroHTTPD
 import Foundation
+import Logging
 import ObservationCore
 
 /// Settings for the HTTP daemon.
@@ -14,6 +15,8 @@ struct HTTPDaemonOptions: Sendable {
     /// Seconds before an idle keep-alive connection is closed.
     var connectionTimeout = 120
     var maxBodyBytes: Int
+    /// Where libmicrohttpd's own messages go (at debug level).
+    var logger = Logger(label: "obs-server.http")
 }
 
 /// The libmicrohttpd daemon, and the only Swift type that sees it.
@@ -64,7 +67,8 @@ final class HTTPDaemon: Sendable {
                     connection_memory_limit: UInt32(options.connectionMemoryLimit),
                     connection_timeout: UInt32(options.connectionTimeout), listen_backlog: 4096,
                     handler: Self.accessHandler, handler_context: context,
-                    completed: Self.completedHandler, completed_context: context)
+                    completed: Self.completedHandler, completed_context: context,
+                    log_sink: Self.logSink, log_context: context)
                 return cmhd_start_daemon(&config, &errorText)
             }
             guard let started else {
@@ -124,6 +128,14 @@ final class HTTPDaemon: Sendable {
             return .YES
         }
         return daemon.finish(pending, connection)
+    }
+
+    /// libmicrohttpd's own messages, mostly clients that went away mid-stream: debug level.
+    private static let logSink: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>) -> Void = {
+        context, message in
+        guard let context else { return }
+        let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
+        daemon.options.logger.debug("libmicrohttpd: \(String(cString: message))")
     }
 
     /// Called when a request ends (answered, or the connection died): releases its state.

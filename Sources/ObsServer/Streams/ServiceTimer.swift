@@ -15,15 +15,16 @@ final class ServiceTimer: Sendable {
     private let condition = NSCondition()
 
     /// `idle` postings wait for this much quiet (no request)…
-    static let idleQuiet: Duration = .milliseconds(50)
+    private let idleQuiet: Duration
     /// …but never longer than this after they were queued.
     static let idleMaxDelay: Duration = .seconds(1)
     private let state = Locked((stopped: false, rescheduled: false))
 
     init(
-        store: Store, hub: StreamHub, heartbeatInterval: Duration,
+        store: Store, hub: StreamHub, heartbeatInterval: Duration, idleQuiet: Duration,
         lastRequest: @escaping @Sendable () -> ContinuousClock.Instant
     ) {
+        self.idleQuiet = idleQuiet
         self.store = store
         self.hub = hub
         self.heartbeatInterval = heartbeatInterval
@@ -61,7 +62,7 @@ final class ServiceTimer: Sendable {
             if store.oldestQueued(.asap) != nil { store.flushQueued(.asap) }
             var deadline = min(nextHeartbeat, store.nextLeaseDeadline ?? nextHeartbeat)
             if let oldest = store.oldestQueued(.idle) {
-                let due = min(oldest + Self.idleMaxDelay, lastRequest() + Self.idleQuiet)
+                let due = min(oldest + Self.idleMaxDelay, lastRequest() + idleQuiet)
                 if due <= ContinuousClock.now {
                     store.flushQueued(.idle)
                 } else {
