@@ -64,15 +64,8 @@ extension StoreState {
         subscriptions[subscription.id] = nil
         subscriptionIndex.remove(subscription.id, subscription.target)
         observers[subscription.observerID]?.subscriptionsByTarget[subscription.target] = nil
-        var cancelled = JSONWriter(capacity: 80)
-        cancelled.raw("{\"subscription\":")
-        cancelled.write(subscription.id)
-        cancelled.raw(",\"reason\":")
-        cancelled.write(reason)
-        cancelled.raw(",\"revision\":")
-        cancelled.write(revision)
-        cancelled.raw("}")
-        appendEvent("cancelled", cancelled.bytes, to: subscription.observerID)
+        appendCancelled(
+            "subscription", subscription.id, reason: reason, revision: revision, to: subscription.observerID)
         appendAdmin(
             "subscriptionRemoved",
             [

@@ -126,15 +126,7 @@ extension StoreState {
         }
         observers[registration.observerID]?.registrationsByTarget[
             RegistrationTarget(objectID: registration.objectID, keyPath: registration.keyPath.description)] = nil
-        var cancelled = JSONWriter(capacity: 80)
-        cancelled.raw("{\"observation\":")
-        cancelled.write(registration.id)
-        cancelled.raw(",\"reason\":")
-        cancelled.write(reason)
-        cancelled.raw(",\"revision\":")
-        cancelled.write(revision)
-        cancelled.raw("}")
-        appendEvent("cancelled", cancelled.bytes, to: registration.observerID)
+        appendCancelled("observation", registration.id, reason: reason, revision: revision, to: registration.observerID)
         appendAdmin(
             "observationRemoved",
             [
@@ -142,6 +134,23 @@ extension StoreState {
                 "object": .string(registration.objectID), "keyPath": .string(registration.keyPath.description),
                 "reason": .string(reason), "revision": .int(revision),
             ])
+    }
+
+    /// The `cancelled` event of a removed registration or subscription (`field` names which).
+    mutating func appendCancelled(
+        _ field: StaticString, _ id: String, reason: String, revision: Int, to observerID: String
+    ) {
+        var writer = JSONWriter(capacity: 80)
+        writer.raw("{\"")
+        writer.raw(field)
+        writer.raw("\":")
+        writer.write(id)
+        writer.raw(",\"reason\":")
+        writer.write(reason)
+        writer.raw(",\"revision\":")
+        writer.write(revision)
+        writer.raw("}")
+        appendEvent("cancelled", writer.bytes, to: observerID)
     }
 
     // MARK: Retain and release

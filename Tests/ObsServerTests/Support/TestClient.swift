@@ -86,25 +86,11 @@ final class TestClient {
     // MARK: - Wire
 
     private func connect() throws {
-        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw TestClientError("socket failed") }
+        socket = try connectLoopback(port: port)
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
         setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
-            close()
-            throw TestClientError("connect failed")
-        }
     }
 
     private func write(_ bytes: [UInt8]) throws {
@@ -176,6 +162,26 @@ final class TestClient {
         if headers["connection"]?.lowercased() == "close" { close() }
         return TestResponse(status: status, headers: headers, body: body)
     }
+}
+
+/// A TCP socket connected to 127.0.0.1:`port`.
+func connectLoopback(port: UInt16) throws -> Int32 {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw TestClientError("socket failed") }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard result == 0 else {
+        Glibc.close(socket)
+        throw TestClientError("connect failed")
+    }
+    return socket
 }
 
 struct TestClientError: Error, CustomStringConvertible {
