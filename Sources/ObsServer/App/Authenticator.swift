@@ -1,22 +1,51 @@
-/// Checks the service token (`--token`) on every request that needs it.
-///
-/// Open without a token: `GET /healthz`, `GET /openapi.json` and the static
-/// dashboard files. The comparison takes the same time wherever the first
-/// difference is, so the token cannot be guessed byte by byte from timings.
-struct Authenticator: Sendable {
-    private let expected: [UInt8]?
+import ObservationCore
 
-    init(token: String?) {
-        expected = token.map { Array("Bearer \($0)".utf8) }
+/// Section 9: who may do what once the server has a token (`--token`).
+///
+/// - The service token (`Authorization: Bearer T`) may do everything.
+/// - An observer's token may use that observer (`/v1/observers/{id}` and below) and read
+///   (`GET`) objects and classes; anything else with it is 403.
+/// - An event stream, and only an event stream, may pass the token as `?access_token=`
+///   (browsers' EventSource cannot set headers).
+/// - Open without a token: `GET /healthz`, `GET /openapi.json` and the static dashboard files.
+///
+/// The service token is compared in constant time (wherever the first difference is).
+/// Without `--token`, nothing is checked.
+struct Authenticator: Sendable {
+    private let serviceToken: [UInt8]?
+    private let store: Store
+
+    init(token: String?, store: Store) {
+        serviceToken = token.map { Array($0.utf8) }
+        self.store = store
     }
 
     /// Why `request` is refused, or nil when it may proceed.
     func refusal(for request: HTTPRequest) -> APIError? {
-        guard let expected, !isOpen(request) else { return nil }
-        guard let given = request.headers.authorization, Self.constantTimeEqual(Array(given.utf8), expected) else {
-            return .unauthorized
+        guard let serviceToken, !isOpen(request) else { return nil }
+        guard let given = presentedToken(request) else { return .unauthorized }
+        if Self.constantTimeEqual(Array(given.utf8), serviceToken) { return nil }
+        guard let observerID = store.observerID(forToken: given) else { return .unauthorized }
+        return mayUse(request, observerID) ? nil : .forbidden
+    }
+
+    private func presentedToken(_ request: HTTPRequest) -> String? {
+        if let header = request.headers.authorization {
+            return header.hasPrefix("Bearer ") ? String(header.dropFirst(7)) : nil
         }
-        return nil
+        guard isEventStream(request) else { return nil }
+        return request.stringQuery("access_token")
+    }
+
+    private func mayUse(_ request: HTTPRequest, _ observerID: String) -> Bool {
+        let own = "/v1/observers/\(observerID)"
+        if request.path == own || request.path.hasPrefix(own + "/") { return true }
+        guard request.method == .get || request.method == .head else { return false }
+        return ["/v1/objects", "/v1/classes"].contains { request.path == $0 || request.path.hasPrefix($0 + "/") }
+    }
+
+    private func isEventStream(_ request: HTTPRequest) -> Bool {
+        request.method == .get && (request.path == "/v1/events" || request.path.hasSuffix("/events"))
     }
 
     private func isOpen(_ request: HTTPRequest) -> Bool {

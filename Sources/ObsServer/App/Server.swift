@@ -29,7 +29,7 @@ final class Server: Sendable {
         ServiceAPI(store: store, counters: counters, hub: hub, timer: timer).register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
         let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request.path) }
-        let authenticator = Authenticator(token: config.token)
+        let authenticator = Authenticator(token: config.token, store: store)
         var options = HTTPDaemonOptions(
             host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes, logger: logger)
         if let threads = config.threads { options.threads = threads }

@@ -64,6 +64,10 @@ struct APIError: Error, Sendable {
         status: 401, code: "unauthorized",
         message: "a valid token is required: send Authorization: Bearer <token>")
 
+    static let forbidden = APIError(
+        status: 403, code: "forbidden",
+        message: "this token does not grant access to this resource")
+
     static let internalError = APIError(
         status: 500, code: "internal", message: "internal error; the request changed nothing")
 

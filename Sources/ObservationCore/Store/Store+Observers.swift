@@ -106,6 +106,6 @@ extension Store {
         }
     }
 
-    /// The observer's token (shown once at creation; kept for the security layer).
-    public func token(of observerID: String) -> String? { state.withLock { $0.observers[observerID]?.token } }
+    /// The observer a token belongs to (section 9), nil for an unknown token.
+    public func observerID(forToken token: String) -> String? { state.withLock { $0.observersByToken[token] } }
 }

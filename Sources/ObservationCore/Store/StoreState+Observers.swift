@@ -22,6 +22,7 @@ extension StoreState {
             retainObserved: settings.retainObserved, createdAt: now.wall, log: EventLog(capacity: settings.replay),
             expiresAt: deadline)
         observers[id] = record
+        observersByToken[record.token] = id
         leaseDeadlines.push(deadline, id)
         let revision = nextRevision()
         let snapshot = observerSnapshot(record, at: now, withRegistrations: false)
@@ -71,6 +72,7 @@ extension StoreState {
             removeSubscription(subscription, reason: "observerRemoved", revision: revision)
         }
         observers[id] = nil
+        observersByToken[observer.token] = nil
         observer.log.close()
         touchedLogs[ObjectIdentifier(observer.log)] = observer.log
         appendAdmin(

@@ -20,6 +20,8 @@ struct StoreState: Sendable {
 
     // MARK: Observation
     var observers: [String: ObserverRecord] = [:]
+    /// Observer ids by token (section 9: an observer's token grants its own resources).
+    var observersByToken: [String: String] = [:]
     var registrations: [String: Registration] = [:]
     /// Registration ids by object, then by the top-level key they read ("" for the
     /// object's existence): a write finds what it affects here, never by a scan.
