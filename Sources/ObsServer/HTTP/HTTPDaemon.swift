@@ -94,9 +94,6 @@ final class HTTPDaemon: Sendable {
         if listener >= 0 { close(listener) }
     }
 
-    /// Open event streams.
-    var openStreams: Int { streams.withLock { $0.count } }
-
     // MARK: - Callbacks (C → Swift)
 
     /// Called by libmicrohttpd for the headers, for each body chunk, and once more to answer.

@@ -23,7 +23,7 @@ struct RouterBuilder {
             part.hasPrefix("{") && part.hasSuffix("}")
                 ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(Array(part.utf8))
         }
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        routes.append(Route(method: method, segments: segments, handler: handler))
     }
 
     /// The frozen router. `fallback` answers GET requests no route matches (static files).
@@ -39,7 +39,6 @@ fileprivate enum Segment: Sendable, Equatable {
 
 fileprivate struct Route: Sendable {
     let method: HTTPMethod
-    let pattern: String
     let segments: [Segment]
     let handler: RouteHandler
 
@@ -63,11 +62,6 @@ struct Router: Sendable {
     fileprivate let routes: [Int: [Route]]
     let fallback: RouteHandler?
     let logger: Logger
-
-    /// Every (method, pattern) pair, for documentation and tests.
-    var endpoints: [(method: HTTPMethod, pattern: String)] {
-        routes.values.joined().map { ($0.method, $0.pattern) }
-    }
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let parts = request.path.utf8.split(separator: UInt8(ascii: "/"))  // bytes: much cheaper than Characters

@@ -13,8 +13,6 @@ final class StreamHub: Sendable {
         streams.withLock { $0[ObjectIdentifier(stream)] = nil }
     }
 
-    var count: Int { streams.withLock { $0.count } }
-
     /// Sends a keep-alive comment on every stream that has nothing else to send.
     func heartbeat() {
         for stream in streams.withLock({ Array($0.values) }) { stream.heartbeat() }

@@ -52,12 +52,6 @@ public struct KeyPath: Sendable, Hashable, CustomStringConvertible {
         self.description = text
     }
 
-    /// A path of plain keys (no operator), already known to be valid.
-    init(keys: [String]) {
-        components = keys.map(Component.key)
-        description = keys.joined(separator: ".")
-    }
-
     /// The keys, when the path has no collection operator.
     public var keys: [String]? {
         var keys: [String] = []
@@ -66,12 +60,6 @@ public struct KeyPath: Sendable, Hashable, CustomStringConvertible {
             keys.append(key)
         }
         return keys
-    }
-
-    /// The first key (every path starts with one).
-    public var firstKey: String {
-        guard case .key(let key) = components[0] else { return "" }
-        return key
     }
 
     private static func invalid(_ text: String, _ reason: String) -> CoreError {

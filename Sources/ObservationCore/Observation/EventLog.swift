@@ -120,9 +120,6 @@ public final class EventLog: Sendable {
         }
     }
 
-    /// How many streams are attached.
-    public var attachedStreams: Int { state.withLock { $0.wakers.count } }
-
     // MARK: - Figures
 
     public var lastID: Int { state.withLock { $0.lastID } }

@@ -18,10 +18,8 @@ extension StoreState {
     /// The places a write at `target` changes, with the policy of the key set there.
     func write(at target: WriteTarget) -> Write {
         let location = ObjectPath(objectID: target.objectID, keys: target.inner + [target.key])
-        let policy =
-            target.inner.isEmpty
-            ? objects[target.objectID].flatMap { schema(of: $0)?.properties[target.key]?.notify } ?? .always
-            : objects[target.objectID].flatMap { schema(of: $0)?.properties[target.inner[0]]?.notify } ?? .always
+        let topLevelKey = target.inner.first ?? target.key
+        let policy = objects[target.objectID].flatMap { schema(of: $0)?.properties[topLevelKey]?.notify } ?? .always
         return Write(location: location, policy: policy)
     }
 
