@@ -9,8 +9,10 @@ PORT       ?= 8080
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo)
 APT_GET    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 TSAN_DIR   := .build-tsan
+VENV       := .venv
+DATA_DIR   ?= data
 
-.PHONY: run build release deps deps-bench test test-swift test-tsan lint bench bench-peers clean help
+.PHONY: run build release deps deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -19,9 +21,17 @@ help:
 
 ## System packages: checked with pkg-config / command -v, installed with apt-get when missing.
 deps:
-	@command -v pkg-config >/dev/null && pkg-config --exists libmicrohttpd || { \
-	  echo "==> installing libmicrohttpd-dev and pkg-config"; \
-	  $(APT_GET) update -qq && $(APT_GET) install -y -qq libmicrohttpd-dev pkg-config >/dev/null; }
+	@command -v pkg-config >/dev/null && pkg-config --exists libmicrohttpd sqlite3 || { \
+	  echo "==> installing libmicrohttpd-dev, libsqlite3-dev and pkg-config"; \
+	  $(APT_GET) update -qq && $(APT_GET) install -y -qq libmicrohttpd-dev libsqlite3-dev pkg-config >/dev/null; }
+
+## Python tools for the black-box tests, in a virtual environment of our own.
+$(VENV)/.ready: Tests/blackbox/requirements.txt
+	@python3 -c 'import venv, ensurepip' 2>/dev/null || { \
+	  echo "==> installing python3-venv"; $(APT_GET) update -qq && $(APT_GET) install -y -qq python3-venv >/dev/null; }
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r Tests/blackbox/requirements.txt
+	@touch $@
 
 deps-bench: deps
 	@command -v wrk >/dev/null && command -v taskset >/dev/null && command -v nginx >/dev/null \
@@ -36,11 +46,13 @@ release: deps
 	$(SWIFT) build -c release
 
 run: release
-	.build/release/obs-server --host $(HOST) --port $(PORT) --public-dir Public $(ARGS)
+	.build/release/obs-server --host $(HOST) --port $(PORT) --public-dir Public --data-dir $(DATA_DIR) $(ARGS)
 
-## Tests: format lint, no warnings in our own code, all suites, then all suites again under ThreadSanitizer
-## (OBS_TSAN=1 swaps Mutex for a lock TSan can see: see Sources/ObservationCore/Locked.swift).
-test: deps lint test-swift test-tsan
+## Tests: format lint, no warnings in our own code, all Swift suites (in memory), the black-box suites
+## (SIGKILL, schemathesis, browser) against the binary, then all Swift suites again under ThreadSanitizer
+## with a data directory per test server (OBS_TEST_DURABLE=1; OBS_TSAN=1 swaps Mutex for a lock TSan can
+## see: see Sources/ObservationCore/Locked.swift).
+test: deps lint test-swift test-blackbox test-tsan
 
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests
@@ -51,8 +63,11 @@ test-swift:
 	@! grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log || { echo "warnings in project code"; exit 1; }
 	$(SWIFT) test --skip-build
 
+test-blackbox: $(VENV)/.ready
+	$(VENV)/bin/pytest -q Tests/blackbox
+
 test-tsan:
-	OBS_TSAN=1 OBS_SOAK_SECONDS=10 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
+	OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
 
 PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --workloads w1,w2,w3,w4 --runs 1
 

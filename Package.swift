@@ -26,6 +26,11 @@ let package = Package(
             name: "CMicroHTTPD",
             linkerSettings: [.linkedLibrary("microhttpd")]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(
             name: "ObservationCore",
             swiftSettings: strict
@@ -34,6 +39,7 @@ let package = Package(
             name: "ObsServer",
             dependencies: [
                 "CMicroHTTPD",
+                "CSQLite",
                 "ObservationCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -12,14 +12,27 @@ final class Server: Sendable {
     let router: Router
     private let daemon: HTTPDaemon
     private let timer: ServiceTimer
+    /// Writes changes to the data directory (nil: in memory only).
+    let committer: Committer?
+    private let dataDirectory: DataDirectory?
 
     init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
-        if let dataDir = config.dataDir { try Self.prepare(dataDir: dataDir) }
-        let store = Store(
-            limits: StoreLimits(
-                maxObjects: config.maxObjects, maxObservers: config.maxObservers,
-                maxRegistrationsPerObserver: config.maxRegistrationsPerObserver, maxStreams: config.maxStreams))
+        let limits = StoreLimits(
+            maxObjects: config.maxObjects, maxObservers: config.maxObservers,
+            maxRegistrationsPerObserver: config.maxRegistrationsPerObserver, maxStreams: config.maxStreams)
+        let store: Store
+        if let dataDir = config.dataDir {
+            let directory = try DataDirectory(path: dataDir)
+            let (restored, database) = try Self.open(directory, limits: limits, logger: logger)
+            store = restored
+            dataDirectory = directory
+            committer = Committer(store: store, database: database, logger: logger)
+        } else {
+            store = Store(limits: limits)
+            dataDirectory = nil
+            committer = nil
+        }
         let counters = ServiceCounters()
         let hub = StreamHub()
         let timer = ServiceTimer(
@@ -31,15 +44,22 @@ final class Server: Sendable {
         let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request.path) }
         let authenticator = Authenticator(token: config.token, store: store)
         var options = HTTPDaemonOptions(
-            host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes, logger: logger)
+            host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes, gate: committer?.gate,
+            logger: logger)
         if let threads = config.threads { options.threads = threads }
         options.connectionLimit = max(1024, config.maxStreams + 1024)
+        let durable = committer != nil
         self.daemon = HTTPDaemon(options: options) { request in
             counters.recordRequest()
             // Quiet (for idle postings) counts from the moment the answer is ready, not from arrival.
             defer { counters.recordActivity() }
             if let refusal = authenticator.refusal(for: request) { return refusal.response }
-            return router.respond(to: request)
+            var response = router.respond(to: request)
+            // A successful write is answered once it is durable (reads answer at once).
+            if durable, request.method != .get, (200..<300).contains(response.status) {
+                response.holdUntil = store.journalSequence
+            }
+            return response
         }
         self.config = config
         self.store = store
@@ -47,28 +67,41 @@ final class Server: Sendable {
         self.timer = timer
     }
 
-    /// Starts listening (and the lease/heartbeat timer); returns the bound port.
+    /// Starts the committer, then listening (and the lease/heartbeat timer); returns the bound port.
     func start() throws -> UInt16 {
+        committer?.start()
         let port = try daemon.start()
         timer.start()
         return port
     }
 
-    /// Stops serving: ends every event stream, closes every connection, stops the timer.
+    /// Stops serving: ends every event stream, closes every connection, stops the timer,
+    /// then writes what is left to the data directory.
     func stop() {
         daemon.stop()
         timer.stop()
+        committer?.stop()
     }
 
-    /// Creates the data directory if needed and checks that it is writable.
-    private static func prepare(dataDir: String) throws {
+    /// Opens the data directory's database and rebuilds the store from it.
+    private static func open(_ directory: DataDirectory, limits: StoreLimits, logger: Logger) throws -> (
+        Store, StoreDatabase
+    ) {
         do {
-            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
-        } catch {
-            throw ConfigError("cannot create the data directory \(dataDir): \(error.localizedDescription)")
-        }
-        guard FileManager.default.isWritableFile(atPath: dataDir) else {
-            throw ConfigError("the data directory \(dataDir) is not writable")
+            let database = try StoreDatabase(directory: directory.path)
+            let image = try database.load()
+            let store = try Store(limits: limits, restoring: image)
+            let stats = store.stats()
+            logger.info(
+                """
+                data directory \(directory.path): \(stats.objects) objects, \(stats.classes) classes, \
+                \(stats.observers) observers, \(stats.observations) observations, revision \(stats.revision)
+                """)
+            return (store, database)
+        } catch let error as SQLiteError {
+            throw ConfigError("data directory \(directory.path): \(error)")
+        } catch let error as PersistenceError {
+            throw ConfigError("data directory \(directory.path): \(error)")
         }
     }
 }

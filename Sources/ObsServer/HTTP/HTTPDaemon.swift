@@ -15,6 +15,8 @@ struct HTTPDaemonOptions: Sendable {
     /// Seconds before an idle keep-alive connection is closed.
     var connectionTimeout = 120
     var maxBodyBytes: Int
+    /// What answers carrying `holdUntil` wait for (none: they go at once).
+    var gate: (any ResponseGate)?
     /// Where libmicrohttpd's own messages go (at debug level).
     var logger = Logger(label: "obs-server.http")
 }
@@ -40,6 +42,8 @@ final class HTTPDaemon: Sendable {
     /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
     /// when stopped with suspended connections).
     private let streams = Locked<[ObjectIdentifier: StreamConnection]>([:])
+    /// Connections suspended while their answer waits at the gate (`stop()` waits for them too).
+    private let held = Locked(0)
 
     init(options: HTTPDaemonOptions, handler: @escaping Handler) {
         self.options = options
@@ -87,7 +91,7 @@ final class HTTPDaemon: Sendable {
         let listener = MHD_quiesce_daemon(handle.pointer)
         for stream in streams.withLock({ Array($0.values) }) { stream.stop() }
         let deadline = ContinuousClock.now + grace
-        while !streams.withLock({ $0.isEmpty }), ContinuousClock.now < deadline {
+        while !streams.withLock({ $0.isEmpty }) || held.withLock({ $0 > 0 }), ContinuousClock.now < deadline {
             usleep(2_000)  // shutdown only: streams drain in a few milliseconds
         }
         MHD_stop_daemon(handle.pointer)
@@ -156,13 +160,32 @@ final class HTTPDaemon: Sendable {
         return .YES
     }
 
-    /// Last call: the whole request is in; answer it.
+    /// Last call: the whole request is in; answer it (or hold the answer at the gate). Called
+    /// once more after a held connection is resumed: the held answer goes then.
     private func finish(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
+        if let answer = pending.held {
+            pending.held = nil
+            held.withLock { $0 -= 1 }
+            return queue(answer, connection)
+        }
         if let rejection = pending.rejection { return queue(rejection.response, connection) }
         let request = HTTPRequest(
             method: HTTPMethod(rawValue: pending.method), path: pending.path, query: queryArguments(connection),
             headers: pending.headers, body: pending.body)
-        return queue(handler(request), connection)
+        let answer = handler(request)
+        if let ticket = answer.holdUntil, let gate = options.gate {
+            let handle = ConnectionHandle(pointer: connection)
+            pending.held = answer
+            let parked = gate.hold(until: ticket) {
+                held.withLock { $0 += 1 }
+                MHD_suspend_connection(connection)
+            } release: {
+                MHD_resume_connection(handle.pointer)
+            }
+            if parked { return .YES }
+            pending.held = nil
+        }
+        return queue(answer, connection)
     }
 
     private func queue(_ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
@@ -277,6 +300,8 @@ private final class PendingRequest: @unchecked Sendable {
     var headers = HTTPHeaders()
     var body: [UInt8] = []
     var rejection: APIError?
+    /// The answer, while it waits at the gate.
+    var held: HTTPResponse?
 
     init(method: String, path: String) {
         self.method = method

@@ -8,6 +8,8 @@ struct HTTPResponse: Sendable {
     var body: [UInt8]
     /// When set, the body is this stream instead of `body`.
     var stream: (any StreamBody)?
+    /// When set, the answer waits until the daemon's `ResponseGate` passes this ticket.
+    var holdUntil: Int?
 
     static let jsonContentType = "application/json; charset=utf-8"
 

@@ -24,6 +24,10 @@ public final class EventLog: Sendable {
         /// Index in `buffer` of the oldest event once the buffer is full (it is a ring then).
         var start = 0
         var lastID = 0
+        /// The last id streams may send: ids past it wait for their change to be durable.
+        var visibleID = 0
+        /// Whether appends wait for `publish` to become visible (a persistent store).
+        var gated = false
         var capacity: Int
         var wakers: [Int: @Sendable () -> Void] = [:]
         var cursors: [Int: Int] = [:]
@@ -42,9 +46,15 @@ public final class EventLog: Sendable {
 
     private let state: Locked<State>
 
-    public init(capacity: Int, lastID: Int = 0) {
+    /// A log whose ids start after `lastID`. A `gated` log shows an event to streams only
+    /// once `publish` reaches it (when the change that made it is durable).
+    public init(capacity: Int, lastID: Int = 0, gated: Bool = false) {
         state = Locked(State(capacity: max(1, capacity), highestSent: lastID))
-        state.withLock { $0.lastID = lastID }
+        state.withLock { state in
+            state.lastID = lastID
+            state.visibleID = lastID
+            state.gated = gated
+        }
     }
 
     // MARK: - Writing
@@ -61,7 +71,23 @@ public final class EventLog: Sendable {
                 state.buffer[state.start] = event
                 state.start = (state.start + 1) % state.capacity
             }
+            if !state.gated { state.visibleID = state.lastID }
             return state.lastID
+        }
+    }
+
+    /// Lets streams send every event up to `id` (its change is durable). Wake the log afterwards.
+    public func publish(through id: Int) {
+        state.withLock { $0.visibleID = max($0.visibleID, min(id, $0.lastID)) }
+    }
+
+    /// Continues the ids of an earlier run: the next event gets `id + 1` (an empty log only).
+    func continueAfter(_ id: Int) {
+        state.withLock { state in
+            guard state.buffer.isEmpty else { return }
+            state.lastID = id
+            state.visibleID = id
+            state.highestSent = id
         }
     }
 
@@ -70,7 +96,8 @@ public final class EventLog: Sendable {
         state.withLock { $0.closed = true }
     }
 
-    public var isClosed: Bool { state.withLock { $0.closed } }
+    /// Closed, with every event visible (a closed log's last events may still wait for durability).
+    public var isClosed: Bool { state.withLock { $0.closed && $0.visibleID == $0.lastID } }
 
     public var capacity: Int { state.withLock { $0.capacity } }
 
@@ -85,11 +112,11 @@ public final class EventLog: Sendable {
     /// Up to `limit` events after `cursor` (the last id the reader has).
     public func read(after cursor: Int, limit: Int = 256) -> ReadResult {
         state.withLock { state in
-            guard cursor < state.lastID else { return .upToDate }
+            guard cursor < state.visibleID else { return .upToDate }
             guard !state.buffer.isEmpty, cursor + 1 >= state.oldestID else {
                 return .gap(oldest: max(1, state.oldestID))
             }
-            let last = min(state.lastID, cursor + limit)
+            let last = min(state.visibleID, cursor + limit)
             state.highestSent = max(state.highestSent, last)
             return .events((cursor + 1...last).map { state.event(withID: $0) })
         }

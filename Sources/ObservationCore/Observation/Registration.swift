@@ -15,7 +15,7 @@ struct Registration: Sendable {
     /// Creation order, for listing and for a stable record order within one change.
     let sequence: Int
     /// The notify policy of the computed property the path ends on, if it does.
-    let derivedPolicy: NotifyPolicy?
+    var derivedPolicy: NotifyPolicy?
     var value: JSON
     var notifiedValue: JSON
     var dependencies: Set<ObjectPath>

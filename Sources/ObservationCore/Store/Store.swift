@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The observation service's state: classes, objects and their values, under one global revision.
 ///
 /// Thread-safe: all state lives in one `StoreState` behind one lock (`Locked`); every
@@ -6,22 +8,41 @@
 /// throws has changed nothing and taken no revision.
 public final class Store: Sendable {
     let state: Locked<StoreState>
+    /// The journal's sequence, readable without the lock (persistent stores only).
+    let sequenceCounter = Atomic<Int>(0)
+    let journalHandler = Locked<(@Sendable () -> Void)?>(nil)
 
-    public init(limits: StoreLimits = StoreLimits()) {
-        state = Locked(StoreState(limits: limits))
+    /// An in-memory store.
+    public convenience init(limits: StoreLimits = StoreLimits()) {
+        self.init(state: StoreState(limits: limits))
     }
 
-    /// Runs a mutating operation under the lock, then wakes the streams of every log it
-    /// appended to, after the lock is released.
+    init(state: StoreState) {
+        self.state = Locked(state)
+    }
+
+    /// Runs a mutating operation under the lock. After the lock is released, it wakes the
+    /// streams of every log it appended to (in memory), or signals the committer (persistent:
+    /// the journal holds the logs back until their batch is durable).
     func change<T>(_ body: (inout StoreState) throws(CoreError) -> T) throws(CoreError) -> T {
-        let (result, logs) = try state.withLock { state throws(CoreError) in
+        let (result, logs, signal) = try state.withLock { state throws(CoreError) in
+            let wasEmpty = state.journal.isEmpty
             let result = try body(&state)
-            guard !state.touchedLogs.isEmpty else { return (result, [EventLog]()) }
-            let logs = Array(state.touchedLogs.values)
-            state.touchedLogs.removeAll(keepingCapacity: true)
-            return (result, logs)
+            var wake: [EventLog] = []
+            if !state.touchedLogs.isEmpty {
+                if state.journal.enabled {
+                    state.journal.hold(state.touchedLogs.values)
+                } else {
+                    wake = Array(state.touchedLogs.values)
+                }
+                state.touchedLogs.removeAll(keepingCapacity: true)
+            }
+            guard let sequence = state.journal.advance() else { return (result, wake, false) }
+            sequenceCounter.store(sequence, ordering: .releasing)
+            return (result, wake, wasEmpty)
         }
         for log in logs { log.wake() }
+        if signal { journalHandler.withLock { $0 }?() }
         return result
     }
 

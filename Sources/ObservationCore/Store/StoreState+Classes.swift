@@ -32,6 +32,7 @@ extension StoreState {
         let created = classes[name] == nil
         let revision = nextRevision()
         classes[name] = ClassRecord(schema: schema, revision: revision)
+        journal.mark(.class, name)
         return (
             ClassSnapshot(schema: schema, revision: revision, objectCount: objectIDsByClass[name]?.count ?? 0), created
         )
@@ -51,6 +52,7 @@ extension StoreState {
         }
         let revision = nextRevision()
         classes[name] = nil
+        journal.mark(.class, name)
         return revision
     }
 }

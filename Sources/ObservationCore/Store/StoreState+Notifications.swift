@@ -29,6 +29,7 @@ extension StoreState {
             id: id, observerID: observerID, target: target, createdAt: now.wall, sequence: registrationSequence)
         let revision = nextRevision()
         subscriptions[id] = subscription
+        journal.mark(.subscription, id)
         subscriptionIndex.insert(id, target)
         observers[observerID]?.subscriptionsByTarget[target] = id
         appendAdmin(
@@ -62,6 +63,7 @@ extension StoreState {
 
     mutating func removeSubscription(_ subscription: Subscription, reason: String, revision: Int) {
         subscriptions[subscription.id] = nil
+        journal.mark(.subscription, subscription.id)
         subscriptionIndex.remove(subscription.id, subscription.target)
         observers[subscription.observerID]?.subscriptionsByTarget[subscription.target] = nil
         appendCancelled(

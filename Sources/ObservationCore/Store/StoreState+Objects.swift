@@ -34,6 +34,7 @@ extension StoreState {
         let revision = nextRevision()
         let object = StoredObject(id: id, className: className, revision: revision, createdAt: now, values: values)
         objects[id] = object
+        journal.mark(.object, id)
         objectIDs.insert(id)
         if let className { objectIDsByClass[className, default: SortedIDs()].insert(id) }
         let created = snapshot(object)
@@ -65,6 +66,7 @@ extension StoreState {
             if pendingRelease.contains(id) { return .releasePending(retainedBy: retainedBy, revision: nil) }
             let revision = nextRevision()
             pendingRelease.insert(id)
+            journal.mark(.object, id)
             appendAdmin(
                 "objectReleasePending",
                 [
@@ -87,6 +89,8 @@ extension StoreState {
         }
         for registration in rooted { removeRegistration(registration, reason: "objectDeleted", revision: revision) }
         objects[id] = nil
+        pendingRelease.remove(id)
+        journal.mark(.object, id)
         objectIDs.remove(id)
         if let className = object.className {
             objectIDsByClass[className]?.remove(id)

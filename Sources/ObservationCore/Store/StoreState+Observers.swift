@@ -19,9 +19,11 @@ extension StoreState {
         let deadline = now.instant + .seconds(settings.lease)
         let record = ObserverRecord(
             id: id, name: settings.name ?? id, token: RandomID.make("", bytes: 24), lease: settings.lease,
-            retainObserved: settings.retainObserved, createdAt: now.wall, log: EventLog(capacity: settings.replay),
+            retainObserved: settings.retainObserved, createdAt: now.wall,
+            log: EventLog(capacity: settings.replay, gated: journal.enabled),
             expiresAt: deadline)
         observers[id] = record
+        journal.mark(.observer, id)
         observersByToken[record.token] = id
         leaseDeadlines.push(deadline, id)
         let revision = nextRevision()
@@ -72,6 +74,7 @@ extension StoreState {
             removeSubscription(subscription, reason: "observerRemoved", revision: revision)
         }
         observers[id] = nil
+        journal.mark(.observer, id)
         observersByToken[observer.token] = nil
         observer.log.close()
         touchedLogs[ObjectIdentifier(observer.log)] = observer.log

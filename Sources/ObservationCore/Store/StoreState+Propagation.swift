@@ -129,6 +129,7 @@ extension StoreState {
         guard let log = observers[observerID]?.log else { return }
         log.append(name, bytes)
         touchedLogs[ObjectIdentifier(log)] = log
+        journal.mark(.observer, observerID)  // its last event id
     }
 
     /// Appends an event to the admin stream.

@@ -69,22 +69,30 @@ extension StoreState {
         var id = RandomID.make("reg_")
         while registrations[id] != nil { id = RandomID.make("reg_") }
         registrationSequence += 1
-        let className = objects[objectID]?.className
-        var registration = Registration(
-            id: id, observerID: observerID, objectID: objectID, keyPath: path, options: options, context: context,
-            createdAt: now.wall, sequence: registrationSequence,
-            derivedPolicy: checker.finalProperty(of: path, from: className).flatMap {
-                $0.computed == nil ? nil : $0.notify
-            },
-            value: .null, notifiedValue: .null, dependencies: [], location: nil)
+        return insertRegistration(
+            Registration(
+                id: id, observerID: observerID, objectID: objectID, keyPath: path, options: options, context: context,
+                createdAt: now.wall, sequence: registrationSequence, derivedPolicy: nil, value: .null,
+                notifiedValue: .null, dependencies: [], location: nil))
+    }
+
+    /// Binds a registration (its current value, its dependencies) and enters it in every index.
+    mutating func insertRegistration(_ unbound: Registration) -> Registration {
+        var registration = unbound
+        let className = objects[registration.objectID]?.className
+        registration.derivedPolicy = checker.finalProperty(of: registration.keyPath, from: className).flatMap {
+            $0.computed == nil ? nil : $0.notify
+        }
         let (value, trace) = evaluate(registration)
         registration.value = value
         registration.notifiedValue = value
         rebind(&registration, to: trace)
-        registrations[id] = registration
-        registrationsByObject[objectID, default: []].insert(id)
-        observers[observerID]?.registrationsByTarget[
-            RegistrationTarget(objectID: objectID, keyPath: path.description)] = id
+        registrations[registration.id] = registration
+        journal.mark(.registration, registration.id)
+        registrationsByObject[registration.objectID, default: []].insert(registration.id)
+        observers[registration.observerID]?.registrationsByTarget[
+            RegistrationTarget(objectID: registration.objectID, keyPath: registration.keyPath.description)] =
+            registration.id
         return registration
     }
 
@@ -120,6 +128,7 @@ extension StoreState {
         var emptied = registration
         rebind(&emptied, to: DependencyTrace())
         registrations[registration.id] = nil
+        journal.mark(.registration, registration.id)
         registrationsByObject[registration.objectID]?.remove(registration.id)
         if registrationsByObject[registration.objectID]?.isEmpty == true {
             registrationsByObject[registration.objectID] = nil
@@ -164,7 +173,6 @@ extension StoreState {
     /// Deletes the objects among `objectIDs` whose deletion waited for their last retainer.
     mutating func releaseObjects(_ objectIDs: [String], revision: Int) {
         for id in Set(objectIDs) where pendingRelease.contains(id) && retainers(of: id).isEmpty {
-            pendingRelease.remove(id)
             removeObject(id, revision: revision)
         }
     }

@@ -114,6 +114,7 @@ extension StoreState {
     mutating func store(_ value: JSON, at target: WriteTarget, revision: Int) {
         objects[target.objectID]?.values.assign(value, at: target.inner[...], key: target.key)
         objects[target.objectID]?.revision = revision
+        journal.mark(.object, target.objectID)
     }
 
     // MARK: - Operations

@@ -41,10 +41,13 @@ struct StoreState: Sendable {
     let adminLog: EventLog
     /// Logs that got events during the current operation, woken after the lock is released.
     var touchedLogs: [ObjectIdentifier: EventLog] = [:]
+    /// What changed since the last commit (persistence).
+    var journal: Journal
 
-    init(limits: StoreLimits) {
+    init(limits: StoreLimits, persistent: Bool = false) {
         self.limits = limits
-        self.adminLog = EventLog(capacity: limits.adminReplay)
+        self.journal = Journal(enabled: persistent)
+        self.adminLog = EventLog(capacity: limits.adminReplay, gated: persistent)
     }
 
     /// Takes the next revision.

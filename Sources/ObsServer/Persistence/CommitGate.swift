@@ -1,0 +1,39 @@
+import ObservationCore
+
+/// Holds answers back until the changes they report are durable.
+///
+/// A write's answer carries a ticket (the store's journal sequence after it); the
+/// committer opens the gate up to each sequence it made durable. Parking and un-parking
+/// happen under this gate's lock, so an answer is never released before it was parked.
+final class CommitGate: ResponseGate {
+    private struct State {
+        var durable = 0
+        var waiting: [(ticket: Int, release: @Sendable () -> Void)] = []
+    }
+
+    private let state = Locked(State())
+
+    func hold(until ticket: Int, park: () -> Void, release: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard ticket > state.durable else { return false }
+            park()
+            state.waiting.append((ticket, release))
+            return true
+        }
+    }
+
+    /// Everything up to `sequence` is durable: releases the answers waiting for it.
+    func open(through sequence: Int) {
+        state.withLock { state in
+            state.durable = max(state.durable, sequence)
+            guard !state.waiting.isEmpty else { return }
+            var still: [(ticket: Int, release: @Sendable () -> Void)] = []
+            for waiter in state.waiting {
+                if waiter.ticket <= state.durable { waiter.release() } else { still.append(waiter) }
+            }
+            state.waiting = still
+        }
+    }
+
+    var durable: Int { state.withLock { $0.durable } }
+}

@@ -1,0 +1,117 @@
+// The stored form of each entity: a JSON document per row. Derived state (values seen by
+// registrations, indexes, stream counts, lease deadlines) is not stored: it is rebuilt.
+
+extension JournalBatch.Entity {
+    var document: JSON {
+        switch self {
+        case .class(let record):
+            return ["definition": .object(record.schema.json), "revision": .int(record.revision)]
+        case .object(let object, let pendingRelease):
+            return [
+                "class": object.className.map(JSON.string) ?? .null, "revision": .int(object.revision),
+                "createdAt": .int(Int(object.createdAt.milliseconds)), "values": .object(object.values),
+                "pendingRelease": .bool(pendingRelease),
+            ]
+        case .observer(let observer):
+            return [
+                "name": .string(observer.name), "token": .string(observer.token), "lease": .int(observer.lease),
+                "retainObserved": .bool(observer.retainObserved), "replay": .int(observer.log.capacity),
+                "createdAt": .int(Int(observer.createdAt.milliseconds)), "lastEventId": .int(observer.log.lastID),
+            ]
+        case .registration(let registration):
+            return [
+                "observer": .string(registration.observerID), "object": .string(registration.objectID),
+                "keyPath": .string(registration.keyPath.description),
+                "options": .array(registration.options.nameList.map(JSON.string)),
+                "context": registration.context ?? .null,
+                "createdAt": .int(Int(registration.createdAt.milliseconds)), "sequence": .int(registration.sequence),
+            ]
+        case .subscription(let subscription):
+            return [
+                "observer": .string(subscription.observerID),
+                "name": subscription.target.name.map(JSON.string) ?? .null,
+                "object": subscription.target.object.map(JSON.string) ?? .null,
+                "createdAt": .int(Int(subscription.createdAt.milliseconds)), "sequence": .int(subscription.sequence),
+            ]
+        }
+    }
+}
+
+/// Typed reads of a stored document's fields; a missing or mistyped field is a `PersistenceError`.
+struct StoredDocument {
+    let row: PersistedRow
+    let members: JSONObject
+
+    init(_ row: PersistedRow) throws(PersistenceError) {
+        self.row = row
+        let parsed: JSON
+        do {
+            parsed = try JSONParser.parse(row.document ?? [])
+        } catch {
+            throw PersistenceError(kind: row.kind, id: row.id, reason: error.message)
+        }
+        guard case .object(let members) = parsed else {
+            throw PersistenceError(kind: row.kind, id: row.id, reason: "not an object")
+        }
+        self.members = members
+    }
+
+    func failure(_ reason: String) -> PersistenceError { PersistenceError(kind: row.kind, id: row.id, reason: reason) }
+
+    func value(_ key: String) throws(PersistenceError) -> JSON {
+        guard let value = members[key] else { throw failure("no '\(key)'") }
+        return value
+    }
+
+    func int(_ key: String) throws(PersistenceError) -> Int {
+        guard case .int(let value) = try value(key) else { throw failure("'\(key)' is not an integer") }
+        return value
+    }
+
+    func string(_ key: String) throws(PersistenceError) -> String {
+        guard case .string(let value) = try value(key) else { throw failure("'\(key)' is not a string") }
+        return value
+    }
+
+    /// A string or null.
+    func optionalString(_ key: String) throws(PersistenceError) -> String? {
+        switch try value(key) {
+        case .null: return nil
+        case .string(let value): return value
+        default: throw failure("'\(key)' is not a string or null")
+        }
+    }
+
+    func bool(_ key: String) throws(PersistenceError) -> Bool {
+        guard case .bool(let value) = try value(key) else { throw failure("'\(key)' is not a boolean") }
+        return value
+    }
+
+    func timestamp(_ key: String) throws(PersistenceError) -> Timestamp {
+        Timestamp(milliseconds: Int64(try int(key)))
+    }
+
+    func strings(_ key: String) throws(PersistenceError) -> [String] {
+        guard case .array(let items) = try value(key) else { throw failure("'\(key)' is not an array") }
+        var strings: [String] = []
+        for item in items {
+            guard case .string(let text) = item else { throw failure("'\(key)' holds a non-string") }
+            strings.append(text)
+        }
+        return strings
+    }
+
+    /// Runs a check of the core on stored data; its refusal becomes this row's error.
+    func checked<T>(_ body: () throws(CoreError) -> T) throws(PersistenceError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw failure(error.message)
+        }
+    }
+
+    func object(_ key: String) throws(PersistenceError) -> JSONObject {
+        guard case .object(let value) = try value(key) else { throw failure("'\(key)' is not an object") }
+        return value
+    }
+}
