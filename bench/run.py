@@ -6,8 +6,9 @@ Starts the release server pinned to CPU 0, loads it from CPU 1 with wrk
 Markdown table with the machine and the exact commands to --out.
 
 Workloads:
-  put  PUT /v1/objects/o<i>/values/name, a small JSON value, i over 1,000 objects
-  get  GET /v1/objects/o<i>/values/name, same objects
+  put          PUT /v1/objects/o<i>/values/name, a small JSON value, i over 1,000 objects (in memory)
+  get          GET /v1/objects/o<i>/values/name, same objects (in memory)
+  put durable  the same PUT with --data-dir: each answer waits for its group commit (SQLite, fsync)
 """
 import argparse
 import datetime
@@ -19,6 +20,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -81,6 +83,32 @@ def parse_wrk(text):
     }
 
 
+def run_server(args, server_cmd, workloads):
+    """Starts the server, seeds it, runs each (label, lua script) with wrk; returns the result rows."""
+    server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rows = []
+    try:
+        wait_healthy(PORT)
+        seed(PORT)
+        for label, script in workloads:
+            wrk_cmd = ["taskset", "-c", args.client_cpus, "wrk", "-t1", f"-c{args.connections}",
+                       f"-d{args.duration}s", "--latency", "-s", str(HERE / f"{script}.lua"),
+                       f"http://127.0.0.1:{PORT}/"]
+            cpu_before, t0 = cpu_seconds(server.pid), time.time()
+            out = subprocess.run(wrk_cmd, capture_output=True, text=True, timeout=args.duration + 60).stdout
+            cpu = (cpu_seconds(server.pid) - cpu_before) / (time.time() - t0) * 100
+            result = parse_wrk(out)
+            shown = [a.replace(str(HERE.parent) + "/", "") for a in wrk_cmd[3:]]
+            result.update(name=label, cpu=cpu, rss=rss_mib(server.pid), cmd=" ".join(shown))
+            rows.append(result)
+            print(f"{label}: {result['rps']:.0f} req/s, p50 {result['p50']} ms, p99 {result['p99']} ms, "
+                  f"non-2xx {result['non2xx']}, server CPU {cpu:.0f}%", flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default=".build/release/obs-server")
@@ -99,26 +127,9 @@ def main():
             raise SystemExit(f"port {PORT} is busy")
     server_cmd = ["taskset", "-c", args.server_cpus, args.binary, "--host", "127.0.0.1", "--port", str(PORT),
                   "--log-level", "warning"]
-    server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rows = []
-    try:
-        wait_healthy(PORT)
-        seed(PORT)
-        for name in ("put", "get"):
-            wrk_cmd = ["taskset", "-c", args.client_cpus, "wrk", "-t1", f"-c{args.connections}",
-                       f"-d{args.duration}s", "--latency", "-s", str(HERE / f"{name}.lua"), f"http://127.0.0.1:{PORT}/"]
-            cpu_before, t0 = cpu_seconds(server.pid), time.time()
-            out = subprocess.run(wrk_cmd, capture_output=True, text=True, timeout=args.duration + 60).stdout
-            cpu = (cpu_seconds(server.pid) - cpu_before) / (time.time() - t0) * 100
-            result = parse_wrk(out)
-            shown = [a.replace(str(HERE.parent) + "/", "") for a in wrk_cmd[3:]]
-            result.update(name=name, cpu=cpu, rss=rss_mib(server.pid), cmd=" ".join(shown))
-            rows.append(result)
-            print(f"{name}: {result['rps']:.0f} req/s, p50 {result['p50']} ms, p99 {result['p99']} ms, "
-                  f"non-2xx {result['non2xx']}, server CPU {cpu:.0f}%", flush=True)
-    finally:
-        server.terminate()
-        server.wait(timeout=15)
+    rows = run_server(args, server_cmd, [("put", "put"), ("get", "get")])
+    with tempfile.TemporaryDirectory(prefix="obs-bench-") as data_dir:
+        rows += run_server(args, server_cmd + ["--data-dir", data_dir], [("put durable", "put")])
 
     machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}"
     lines = [
@@ -134,6 +145,11 @@ def main():
     for r in rows:
         lines.append(f"| {r['name'].upper()} `/v1/objects/o<i>/values/name` | {r['rps']:,.0f} | {r['p50']:.2f} | "
                      f"{r['p99']:.2f} | {r['non2xx']} | {r['cpu']:.0f} | {r['rss']:.1f} |")
+    by_name = {r["name"]: r for r in rows}
+    cost = 1 - by_name["put durable"]["rps"] / by_name["put"]["rps"]
+    lines += ["", f"Durability costs PUT **{cost:.0%}** of its in-memory throughput (the budget is 30 %): "
+              "`put durable` adds `--data-dir` (SQLite WAL, synchronous=FULL, group commit; "
+              "every answer waits until its change is on disk)."]
     lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['cmd']}`" for r in rows] + [""]
     if args.peers_table and Path(args.peers_table).exists():
         lines += ["## Side by side with nginx+nchan (../shared/bench)", "",

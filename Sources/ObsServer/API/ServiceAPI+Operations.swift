@@ -3,22 +3,61 @@ import ObservationCore
 extension ServiceAPI {
     func registerOperations(in router: inout RouterBuilder) {
         router.on(.get, "/healthz") { _, _ in .json(["status": "ok"]) }
-        router.on(.get, "/v1/stats") { _, _ in
-            let stats = store.stats()
-            let members: JSONObject = [
-                "objects": .int(stats.objects),
-                "classes": .int(stats.classes),
-                "observers": .int(stats.observers),
-                "observations": .int(stats.observations),
-                "subscriptions": .int(store.subscriptionCount),
-                "streams": .int(stats.streams),
-                "eventsSent": .int(hub.counters.events.load(ordering: .relaxed)),
-                "droppedStreams": .int(hub.counters.dropped.load(ordering: .relaxed)),
-                "requests": .int(counters.requests.load(ordering: .relaxed)),
-                "revision": .int(stats.revision),
-                "uptime": .double((counters.uptimeSeconds * 1000).rounded() / 1000),
-            ]
-            return .json(.object(members))
+        router.on(.get, "/v1/stats") { _, _ in .json(.object(figures())) }
+        router.on(.get, "/metrics") { _, _ in prometheus() }
+    }
+
+    /// The counts of `/v1/stats`.
+    private func figures() -> JSONObject {
+        let stats = store.stats()
+        return [
+            "objects": .int(stats.objects),
+            "classes": .int(stats.classes),
+            "observers": .int(stats.observers),
+            "observations": .int(stats.observations),
+            "subscriptions": .int(store.subscriptionCount),
+            "streams": .int(stats.streams),
+            "eventsSent": .int(hub.counters.events.load(ordering: .relaxed)),
+            "droppedStreams": .int(hub.counters.dropped.load(ordering: .relaxed)),
+            "requests": .int(counters.requests.load(ordering: .relaxed)),
+            "revision": .int(stats.revision),
+            "uptime": .double((counters.uptimeSeconds * 1000).rounded() / 1000),
+        ]
+    }
+
+    /// `/metrics`: the same figures, the committer's, and latency histograms, in Prometheus text format.
+    private func prometheus() -> HTTPResponse {
+        var text = ""
+        func metric(_ name: String, _ type: String, _ help: String, _ value: String) {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
         }
+        let stats = figures()
+        for (key, name, help) in [
+            ("objects", "obs_objects", "Objects held."), ("classes", "obs_classes", "Classes defined."),
+            ("observers", "obs_observers", "Observers held."),
+            ("observations", "obs_observations", "KVO registrations held."),
+            ("subscriptions", "obs_subscriptions", "Notification subscriptions held."),
+            ("streams", "obs_streams", "Open event streams, the admin stream included."),
+            ("revision", "obs_revision", "The global revision."),
+        ] {
+            metric(name, "gauge", help, stats[key].map { String(decoding: $0.encoded(), as: UTF8.self) } ?? "0")
+        }
+        metric(
+            "obs_events_sent_total", "counter", "Events written to event streams.",
+            "\(hub.counters.events.load(ordering: .relaxed))")
+        metric(
+            "obs_dropped_streams_total", "counter", "Streams cut off for reading too slowly.",
+            "\(hub.counters.dropped.load(ordering: .relaxed))")
+        metric("obs_requests_total", "counter", "HTTP requests.", "\(counters.requests.load(ordering: .relaxed))")
+        metric("obs_uptime_seconds", "gauge", "Seconds since start.", "\(counters.uptimeSeconds)")
+        if let figures = committer?.figures {
+            metric("obs_commits_total", "counter", "Group commits to the data directory.", "\(figures.commits)")
+            metric("obs_commit_rows_total", "counter", "Rows written by group commits.", "\(figures.rows)")
+            metric("obs_commit_failures_total", "counter", "Failed commits (retried).", "\(figures.failures)")
+            metric("obs_commit_seconds_total", "counter", "Time spent writing commits.", "\(figures.seconds)")
+        }
+        metrics.render(into: &text)
+        return HTTPResponse(
+            status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))
     }
 }

@@ -9,6 +9,9 @@ struct ServiceAPI: Sendable {
     let counters: ServiceCounters
     let hub: StreamHub
     let timer: ServiceTimer
+    let metrics: RequestMetrics
+    /// The data directory's committer (nil: in memory), for its figures.
+    let committer: Committer?
 
     /// Registers every route of the service.
     func register(in router: inout RouterBuilder) {

@@ -16,6 +16,11 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "Address to listen on (numeric IPv4/IPv6, or localhost).") var host: String?
     @Option(help: "TCP port (0: any free port).") var port: UInt16?
     @Option(help: "Directory for the server's data (created on first start).") var dataDir: String?
+    @Option(
+        help: """
+            full: fsync every group commit (answered writes survive a power cut); normal: fsync at checkpoints \
+            (answered writes survive kill -9 and server crashes).
+            """) var sync: String?
     @Option(help: "Directory of the dashboard's static files.") var publicDir: String?
     @Option(help: "Require 'Authorization: Bearer <token>' on the API.") var token: String?
     @Flag(help: "Allow listening on a non-loopback address without a token.") var allowOpen = false
@@ -70,6 +75,12 @@ struct ObsServerCommand: ParsableCommand {
         if let port = try pick(port, "port") { config.port = port }
         config.dataDir = try pick(dataDir, "data-dir")
         if let publicDir = try pick(publicDir, "public-dir") { config.publicDir = publicDir }
+        if let sync = try pick(sync, "sync") {
+            guard let parsed = CommitSync(rawValue: sync) else {
+                throw ValidationError("--sync must be full or normal")
+            }
+            config.sync = parsed
+        }
         config.token = try pick(token, "token")
         config.allowOpen =
             allowOpen || ["1", "true", "yes"].contains(environment["OBS_ALLOW_OPEN"]?.lowercased() ?? "")

@@ -24,7 +24,7 @@ final class Server: Sendable {
         let store: Store
         if let dataDir = config.dataDir {
             let directory = try DataDirectory(path: dataDir)
-            let (restored, database) = try Self.open(directory, limits: limits, logger: logger)
+            let (restored, database) = try Self.open(directory, sync: config.sync, limits: limits, logger: logger)
             store = restored
             dataDirectory = directory
             committer = Committer(store: store, database: database, logger: logger)
@@ -39,7 +39,9 @@ final class Server: Sendable {
             store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
             lastRequest: { counters.lastRequest })
         var builder = RouterBuilder()
-        ServiceAPI(store: store, counters: counters, hub: hub, timer: timer).register(in: &builder)
+        let metrics = RequestMetrics()
+        ServiceAPI(store: store, counters: counters, hub: hub, timer: timer, metrics: metrics, committer: committer)
+            .register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
         let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request.path) }
         let authenticator = Authenticator(token: config.token, store: store)
@@ -48,6 +50,7 @@ final class Server: Sendable {
             logger: logger)
         if let threads = config.threads { options.threads = threads }
         options.connectionLimit = max(1024, config.maxStreams + 1024)
+        options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
         let durable = committer != nil
         self.daemon = HTTPDaemon(options: options) { request in
             counters.recordRequest()
@@ -84,11 +87,13 @@ final class Server: Sendable {
     }
 
     /// Opens the data directory's database and rebuilds the store from it.
-    private static func open(_ directory: DataDirectory, limits: StoreLimits, logger: Logger) throws -> (
-        Store, StoreDatabase
-    ) {
+    private static func open(_ directory: DataDirectory, sync: CommitSync, limits: StoreLimits, logger: Logger)
+        throws -> (
+            Store, StoreDatabase
+        )
+    {
         do {
-            let database = try StoreDatabase(directory: directory.path)
+            let database = try StoreDatabase(directory: directory.path, sync: sync)
             let image = try database.load()
             let store = try Store(limits: limits, restoring: image)
             let stats = store.stats()

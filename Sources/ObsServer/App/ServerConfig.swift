@@ -8,6 +8,8 @@ struct ServerConfig: Sendable {
     /// 0 lets the kernel choose (tests).
     var port: UInt16 = 8080
     var dataDir: String?
+    /// How durable a commit is before its answers go (`full`: fsync each group commit).
+    var sync = CommitSync.full
     var publicDir = "Public"
     var token: String?
     var allowOpen = false

@@ -17,6 +17,8 @@ struct HTTPDaemonOptions: Sendable {
     var maxBodyBytes: Int
     /// What answers carrying `holdUntil` wait for (none: they go at once).
     var gate: (any ResponseGate)?
+    /// Told of every answer: its route, status and seconds since the request began.
+    var onAnswer: (@Sendable (_ route: String, _ status: Int, _ seconds: Double) -> Void)?
     /// Where libmicrohttpd's own messages go (at debug level).
     var logger = Logger(label: "obs-server.http")
 }
@@ -166,9 +168,9 @@ final class HTTPDaemon: Sendable {
         if let answer = pending.held {
             pending.held = nil
             held.withLock { $0 -= 1 }
-            return queue(answer, connection)
+            return answered(pending, answer, connection)
         }
-        if let rejection = pending.rejection { return queue(rejection.response, connection) }
+        if let rejection = pending.rejection { return answered(pending, rejection.response, connection) }
         let request = HTTPRequest(
             method: HTTPMethod(rawValue: pending.method), path: pending.path, query: queryArguments(connection),
             headers: pending.headers, body: pending.body)
@@ -184,6 +186,17 @@ final class HTTPDaemon: Sendable {
             }
             if parked { return .YES }
             pending.held = nil
+        }
+        return answered(pending, answer, connection)
+    }
+
+    /// Queues a request's answer and reports its latency.
+    private func answered(_ pending: PendingRequest, _ answer: HTTPResponse, _ connection: OpaquePointer)
+        -> MHD_Result
+    {
+        if let onAnswer = options.onAnswer {
+            let elapsed = (ContinuousClock.now - pending.started).components
+            onAnswer(answer.route, answer.status, Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
         }
         return queue(answer, connection)
     }
@@ -302,6 +315,7 @@ private final class PendingRequest: @unchecked Sendable {
     var rejection: APIError?
     /// The answer, while it waits at the gate.
     var held: HTTPResponse?
+    let started = ContinuousClock.now
 
     init(method: String, path: String) {
         self.method = method

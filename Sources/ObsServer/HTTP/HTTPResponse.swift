@@ -10,6 +10,8 @@ struct HTTPResponse: Sendable {
     var stream: (any StreamBody)?
     /// When set, the answer waits until the daemon's `ResponseGate` passes this ticket.
     var holdUntil: Int?
+    /// The route that answered (`GET /v1/objects/{id}`), for latency figures.
+    var route = "unmatched"
 
     static let jsonContentType = "application/json; charset=utf-8"
 

@@ -23,7 +23,7 @@ struct RouterBuilder {
             part.hasPrefix("{") && part.hasSuffix("}")
                 ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(Array(part.utf8))
         }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
     /// The frozen router. `fallback` answers GET requests no route matches (static files).
@@ -39,8 +39,19 @@ fileprivate enum Segment: Sendable, Equatable {
 
 fileprivate struct Route: Sendable {
     let method: HTTPMethod
+    let pattern: String
     let segments: [Segment]
     let handler: RouteHandler
+    /// `GET /v1/objects/{id}`: the route's name in figures.
+    let label: String
+
+    init(method: HTTPMethod, pattern: String, segments: [Segment], handler: @escaping RouteHandler) {
+        self.method = method
+        self.pattern = pattern
+        self.segments = segments
+        self.handler = handler
+        self.label = "\(method) \(pattern)"
+    }
 
     func match(_ parts: [Substring.UTF8View]) -> RouteParameters? {
         var parameters = RouteParameters()
@@ -69,26 +80,36 @@ struct Router: Sendable {
         var allowed: [HTTPMethod] = []
         for route in routes[parts.count] ?? [] {
             guard let parameters = route.match(parts) else { continue }
-            if route.method == method { return run(route.handler, request, parameters) }
+            if route.method == method { return run(route.handler, request, parameters, label: route.label) }
             allowed.append(route.method)
         }
         if !allowed.isEmpty { return APIError.methodNotAllowed(request.method, allowed: allowed).response }
         if let fallback, method == .get, !(parts.first?.elementsEqual("v1".utf8) ?? false) {
-            return run(fallback, request, RouteParameters())
+            return run(fallback, request, RouteParameters(), label: "GET static")
         }
         return APIError.routeNotFound(request.path).response
     }
 
-    private func run(_ handler: RouteHandler, _ request: HTTPRequest, _ parameters: RouteParameters) -> HTTPResponse {
+    /// Every route as (method, pattern), in registration order (the OpenAPI document's test).
+    var endpoints: [(method: HTTPMethod, pattern: String)] {
+        routes.values.joined().map { ($0.method, $0.pattern) }
+    }
+
+    private func run(_ handler: RouteHandler, _ request: HTTPRequest, _ parameters: RouteParameters, label: String)
+        -> HTTPResponse
+    {
+        var response: HTTPResponse
         do {
-            return try handler(request, parameters)
+            response = try handler(request, parameters)
         } catch let error as APIError {
-            return error.response
+            response = error.response
         } catch let error as CoreError {
-            return APIError(error).response
+            response = APIError(error).response
         } catch {
             logger.error("unexpected error", metadata: ["path": "\(request.path)", "error": "\(error)"])
-            return APIError.internalError.response
+            response = APIError.internalError.response
         }
+        response.route = label
+        return response
     }
 }

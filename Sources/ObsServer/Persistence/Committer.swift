@@ -68,6 +68,7 @@ final class Committer: Sendable {
         var backoff = 0.05
         while true {
             signal.wait()
+            gather()
             let stopping = state.withLock { $0.stopping }
             let batch = store.takeJournalBatch()
             if !batch.isEmpty || batch.sequence > gate.durable { pending.append(batch) }
@@ -93,6 +94,23 @@ final class Committer: Sendable {
         }
         finished.signal()
     }
+
+    /// Lets writes that are arriving join the batch: waits until the journal has not moved
+    /// for `quiet` (at most `gatherLimit`). Under load this makes batches as big as the
+    /// requests in flight; alone, a write waits `quiet` once.
+    private func gather() {
+        let deadline = ContinuousClock.now + Self.gatherLimit
+        var seen = store.journalSequence
+        while ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: Self.quiet)
+            let current = store.journalSequence
+            if current == seen { return }
+            seen = current
+        }
+    }
+
+    static let quiet = 0.000_1
+    static let gatherLimit = Duration.milliseconds(2)
 
     /// Writes batches in one transaction (later rows win); false when it failed.
     private func write(_ batches: [JournalBatch]) -> Bool {

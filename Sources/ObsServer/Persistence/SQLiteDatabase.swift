@@ -89,10 +89,13 @@ final class SQLiteDatabase {
             }
         }
 
-        /// Steps a statement that yields no rows, then resets it for the next use.
-        func run() throws(SQLiteError) {
-            defer { reset() }
-            _ = try step()
+        /// Steps a statement that yields no rows, then resets it for the next use; the failure, if any.
+        func runReportingFailure() -> SQLiteError? {
+            let status = sqlite3_step(pointer)
+            let failure =
+                status == SQLITE_DONE || status == SQLITE_ROW ? nil : SQLiteError(description: database.lastError)
+            reset()
+            return failure
         }
 
         func reset() {

@@ -3,8 +3,16 @@ import ObservationCore
 /// The data directory's database (SQLite, WAL): one row per entity, its JSON document,
 /// and the counters that must survive a restart.
 ///
-/// `synchronous=FULL`: a commit is on disk when it returns, so an answered write
-/// survives a power cut as well as a `kill -9`.
+/// How far a commit goes before the answers it holds are sent.
+enum CommitSync: String, Sendable, CaseIterable {
+    /// fsync every commit (SQLite `synchronous=FULL`): an answered write survives a power cut.
+    case full
+    /// Commit to the operating system, fsync at checkpoints (`synchronous=NORMAL`): an answered
+    /// write survives `kill -9` and any crash of the server, not a crash of the machine.
+    case normal
+}
+
+/// `synchronous` is `CommitSync`: with `full` a commit is on disk when it returns.
 final class StoreDatabase {
     static let fileName = "obs.sqlite"
     /// The layout of the tables; a database with another one is refused at start.
@@ -15,14 +23,16 @@ final class StoreDatabase {
     private let delete: SQLiteDatabase.Statement
     private let setMeta: SQLiteDatabase.Statement
 
-    init(directory: String) throws(SQLiteError) {
+    init(directory: String, sync: CommitSync = .full) throws(SQLiteError) {
         let path = directory + "/" + Self.fileName
         database = try SQLiteDatabase(path: path)
         do throws(SQLiteError) {
             try database.execute(
                 """
+                PRAGMA page_size=1024;
                 PRAGMA journal_mode=WAL;
-                PRAGMA synchronous=FULL;
+                PRAGMA synchronous=\(sync.rawValue.uppercased());
+                PRAGMA wal_autocheckpoint=4000;
                 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS entities(
                     kind TEXT NOT NULL, id TEXT NOT NULL, document BLOB NOT NULL, PRIMARY KEY(kind, id)
@@ -60,24 +70,33 @@ final class StoreDatabase {
     /// Writes rows (a nil document deletes) and the counters in one transaction.
     func write(_ rows: [PersistedRow], revision: Int, adminLastEventID: Int) throws(SQLiteError) {
         try database.execute("BEGIN IMMEDIATE")
-        do throws(SQLiteError) {
-            for row in rows {
-                let statement = row.document == nil ? delete : upsert
-                statement.bind(1, row.kind.rawValue)
-                statement.bind(2, row.id)
-                if let document = row.document { statement.bind(3, document) }
-                try statement.run()
-            }
-            for (key, value) in [("revision", revision), ("adminLastEventId", adminLastEventID)] {
-                setMeta.bind(1, key)
-                setMeta.bind(2, value)
-                try setMeta.run()
-            }
-            try database.execute("COMMIT")
-        } catch {
+        if let failure = apply(rows, counters: [("revision", revision), ("adminLastEventId", adminLastEventID)]) {
             try? database.execute("ROLLBACK")
-            throw error
+            throw failure
         }
+        try database.execute("COMMIT")
+    }
+
+    /// The statements of one transaction; the first failure, if any.
+    private func apply(_ rows: [PersistedRow], counters: [(String, Int)]) -> SQLiteError? {
+        for row in rows {
+            if let document = row.document {
+                upsert.bind(1, row.kind.rawValue)
+                upsert.bind(2, row.id)
+                upsert.bind(3, document)
+                if let failure = upsert.runReportingFailure() { return failure }
+            } else {
+                delete.bind(1, row.kind.rawValue)
+                delete.bind(2, row.id)
+                if let failure = delete.runReportingFailure() { return failure }
+            }
+        }
+        for (key, value) in counters {
+            setMeta.bind(1, key)
+            setMeta.bind(2, value)
+            if let failure = setMeta.runReportingFailure() { return failure }
+        }
+        return nil
     }
 
     private func meta() throws(SQLiteError) -> [String: Int] {
