@@ -54,8 +54,9 @@ run: release
 ## see: see Sources/ObservationCore/Locked.swift).
 test: deps lint test-swift test-blackbox test-tsan
 
-lint:
+lint: $(VENV)/.ready
 	$(SWIFT) format lint --strict -r Sources Tests
+	$(VENV)/bin/hadolint Dockerfile
 
 test-swift:
 	@mkdir -p build
@@ -67,7 +68,7 @@ test-blackbox: $(VENV)/.ready
 	$(VENV)/bin/pytest -q Tests/blackbox
 
 test-tsan:
-	OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
+	OBS_FUZZ_SECONDS=1 OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
 
 PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --workloads w1,w2,w3,w4 --runs 1
 
