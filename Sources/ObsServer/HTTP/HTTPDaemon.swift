@@ -43,7 +43,7 @@ final class HTTPDaemon: Sendable {
     private let daemon = Locked<DaemonHandle?>(nil)
     /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
     /// when stopped with suspended connections).
-    private let streams = Locked<[ObjectIdentifier: StreamConnection]>([:])
+    private let streams = Locked(OpenStreams())
     /// Connections suspended while their answer waits at the gate (`stop()` waits for them too).
     private let held = Locked(0)
 
@@ -86,18 +86,24 @@ final class HTTPDaemon: Sendable {
         }
     }
 
-    /// Stops accepting, ends every event stream, waits for them (at most `grace`), then
-    /// closes every connection. Idempotent.
+    /// Ends every event stream (and any that opens from now on), waits for them and for
+    /// answers held at the gate (at most `grace`), then closes every connection. Idempotent.
+    ///
+    /// `MHD_quiesce_daemon` is not used: in 0.9.75 it races with epoll workers removing the
+    /// listen socket themselves ("Failed to remove listen FD from epoll set", a panic, seen
+    /// under ThreadSanitizer). Connections accepted meanwhile are served or closed by the stop.
     func stop(grace: Duration = .seconds(5)) {
         guard let handle = daemon.withLock({ $0.take() }) else { return }
-        let listener = MHD_quiesce_daemon(handle.pointer)
-        for stream in streams.withLock({ Array($0.values) }) { stream.stop() }
+        let open = streams.withLock { streams in
+            streams.stopping = true
+            return Array(streams.open.values)
+        }
+        for stream in open { stream.stop() }
         let deadline = ContinuousClock.now + grace
-        while !streams.withLock({ $0.isEmpty }) || held.withLock({ $0 > 0 }), ContinuousClock.now < deadline {
+        while !streams.withLock({ $0.open.isEmpty }) || held.withLock({ $0 > 0 }), ContinuousClock.now < deadline {
             usleep(2_000)  // shutdown only: streams drain in a few milliseconds
         }
         MHD_stop_daemon(handle.pointer)
-        if listener >= 0 { close(listener) }
     }
 
     // MARK: - Callbacks (C → Swift)
@@ -229,7 +235,12 @@ final class HTTPDaemon: Sendable {
             return .NO
         }
         defer { MHD_destroy_response(created) }
-        streams.withLock { $0[ObjectIdentifier(stream)] = stream }
+        let registered = streams.withLock { streams in
+            guard !streams.stopping else { return false }
+            streams.open[ObjectIdentifier(stream)] = stream
+            return true
+        }
+        if !registered { stream.stop() }  // the daemon is stopping: it ends at its first read
         body.start { [weak stream] in stream?.wake() }
         MHD_add_response_header(created, "Content-Type", response.contentType)
         for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
@@ -247,7 +258,7 @@ final class HTTPDaemon: Sendable {
     private static let streamFreed: MHD_ContentReaderFreeCallback = { context in
         guard let context else { return }
         let box = Unmanaged<StreamContext>.fromOpaque(context).takeRetainedValue()
-        box.daemon.streams.withLock { $0[ObjectIdentifier(box.stream)] = nil }
+        box.daemon.streams.withLock { $0.open[ObjectIdentifier(box.stream)] = nil }
         box.stream.body.finish()
     }
 
@@ -283,6 +294,12 @@ struct HTTPDaemonError: Error, CustomStringConvertible {
 private struct DaemonHandle: @unchecked Sendable {
     // Unchecked: the pointer is only used to stop the daemon, once, by the thread that takes it out of the lock.
     let pointer: OpaquePointer
+}
+
+/// The open event streams, and whether the daemon is stopping (then no stream may park).
+private struct OpenStreams {
+    var open: [ObjectIdentifier: StreamConnection] = [:]
+    var stopping = false
 }
 
 /// What a stream's reader and free callbacks need.
