@@ -48,7 +48,6 @@ final class ServiceCounters: Sendable {
     }
 
     var uptimeSeconds: Double {
-        let elapsed = ContinuousClock.now - startedAt
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        (ContinuousClock.now - startedAt).inSeconds
     }
 }

@@ -14,6 +14,7 @@ final class Server: Sendable {
     private let timer: ServiceTimer
     /// Writes changes to the data directory (nil: in memory only).
     let committer: Committer?
+    /// Holds the data directory's lock for the server's lifetime.
     private let dataDirectory: DataDirectory?
 
     init(config: ServerConfig, logger: Logger) throws {

@@ -201,8 +201,7 @@ final class HTTPDaemon: Sendable {
         -> MHD_Result
     {
         if let onAnswer = options.onAnswer {
-            let elapsed = (ContinuousClock.now - pending.started).components
-            onAnswer(answer.route, answer.status, Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+            onAnswer(answer.route, answer.status, (ContinuousClock.now - pending.started).inSeconds)
         }
         return queue(answer, connection)
     }

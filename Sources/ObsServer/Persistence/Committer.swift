@@ -126,11 +126,11 @@ final class Committer: Sendable {
             logger.error("cannot write to the data directory (the answers wait; retrying): \(error)")
             return false
         }
-        let elapsed = (ContinuousClock.now - started).components
+        let elapsed = (ContinuousClock.now - started).inSeconds
         counters.withLock { figures in
             figures.commits += 1
             figures.rows += rows.count
-            figures.seconds += Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+            figures.seconds += elapsed
         }
         return true
     }

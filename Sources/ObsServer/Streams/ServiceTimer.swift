@@ -72,14 +72,10 @@ final class ServiceTimer: Sendable {
             condition.lock()
             if !state.withLock({ $0.rescheduled }), deadline > ContinuousClock.now {
                 _ = condition.wait(
-                    until: Date(timeIntervalSinceNow: Self.seconds(deadline - ContinuousClock.now) + 0.001))
+                    until: Date(timeIntervalSinceNow: (deadline - ContinuousClock.now).inSeconds + 0.001))
             }
             state.withLock { $0.rescheduled = false }
             condition.unlock()
         }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
