@@ -12,7 +12,7 @@ TSAN_DIR   := .build-tsan
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release deps deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers clean help
+.PHONY: run build release deps deps-browser deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -32,6 +32,12 @@ $(VENV)/.ready: Tests/blackbox/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r Tests/blackbox/requirements.txt
 	@touch $@
+
+## The browser tests drive Debian's chromium through its chromedriver (never a downloaded one).
+deps-browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  echo "==> installing chromium and chromium-driver"; $(APT_GET) update -qq \
+	  && $(APT_GET) install -y -qq chromium chromium-driver >/dev/null; }
 
 deps-bench: deps
 	@command -v wrk >/dev/null && command -v taskset >/dev/null && command -v nginx >/dev/null \
@@ -64,7 +70,7 @@ test-swift:
 	@! grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log || { echo "warnings in project code"; exit 1; }
 	$(SWIFT) test --skip-build
 
-test-blackbox: $(VENV)/.ready
+test-blackbox: $(VENV)/.ready deps-browser
 	$(VENV)/bin/pytest -q Tests/blackbox
 
 test-tsan:

@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +54,7 @@ class ServerProcess:
     def kill(self):
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=10)
+        self.process.stderr.close()
 
     def stop(self):
         if self.process and self.process.poll() is None:
@@ -61,6 +63,8 @@ class ServerProcess:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.kill()
+        if self.process:
+            self.process.stderr.close()
 
     @property
     def url(self):
@@ -105,3 +109,100 @@ def server_factory():
     yield make
     for server in started:
         server.stop()
+
+
+class EventStreamReader:
+    """Reads one SSE stream in a thread; `events` collects (event, id, data) as they arrive."""
+
+    def __init__(self, server, path):
+        self.events = []
+        self.connection = server.connection(timeout=60)
+        headers = {"Accept": "text/event-stream"}
+        if server.token:
+            headers["Authorization"] = f"Bearer {server.token}"
+        self.connection.request("GET", path, headers=headers)
+        self.response = self.connection.getresponse()
+        assert self.response.status == 200, self.response.read()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        event, event_id, data = "message", None, []
+        try:
+            while True:
+                line = self.response.fp.readline()
+                if not line:
+                    return
+                line = line.decode().rstrip("\r\n")
+                if not line:
+                    if data:
+                        self.events.append((event, event_id, json.loads("\n".join(data))))
+                    event, event_id, data = "message", None, []
+                elif line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("id: "):
+                    event_id = int(line[4:])
+                elif line.startswith("data: "):
+                    data.append(line[6:])
+        except (OSError, http.client.HTTPException, ValueError, AttributeError):
+            pass  # closed (AttributeError: the response's file is gone once closed)
+
+    def wait_for(self, predicate, timeout=5):
+        """The first event (event, id, data) that satisfies `predicate`, waiting at most `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for item in list(self.events):
+                if predicate(*item):
+                    return item
+            time.sleep(0.02)
+        raise AssertionError(f"no matching event in {timeout} s; got {self.events}")
+
+    def close(self):
+        self.connection.close()
+
+
+FAILURE_DIR = ROOT / "build" / "browser-failures"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the test item, so fixtures can tell that a test failed."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
+@pytest.fixture(scope="session")
+def chrome():
+    """One headless Debian chromium for the session (chromedriver from chromium-driver, no downloads)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1600"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=options)
+    driver.set_page_load_timeout(20)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def browser(chrome, request):
+    """The session's browser on a blank tab. On failure a screenshot and the console go to build/;
+    a script error in the page (not a refused request: some tests want those) fails the test."""
+    chrome.get("about:blank")
+    chrome.get_log("browser")
+    yield chrome
+    logs = chrome.get_log("browser")
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        FAILURE_DIR.mkdir(parents=True, exist_ok=True)
+        chrome.save_screenshot(str(FAILURE_DIR / f"{request.node.name}.png"))
+        (FAILURE_DIR / f"{request.node.name}.console.txt").write_text("\n".join(map(str, logs)))
+    chrome.get("about:blank")  # closes the page's streams before its server stops
+    errors = [entry for entry in logs if entry["level"] == "SEVERE" and entry.get("source") != "network"]
+    if errors and report is not None and report.passed:
+        pytest.fail(f"the page logged errors: {errors}")

@@ -1,0 +1,253 @@
+// The dashboard: asks for a token when the server wants one, opens the admin stream,
+// fetches a snapshot, then keeps every view current from the stream. Figures the
+// stream does not carry (open streams, backlogs, leases) are refreshed from
+// /v1/stats and /v1/observers every POLL_MS.
+
+import { Api, ApiError } from "./api.js";
+import { el } from "./frame.js";
+import { LiveStream } from "./live-stream.js";
+import { Model } from "./model.js";
+import { fetchSnapshot } from "./snapshot.js";
+import { CountersView } from "./views/counters.js";
+import { FeedView, describe } from "./views/feed.js";
+import { FormsView } from "./views/forms.js";
+import { GraphView } from "./views/graph.js";
+import { ObjectsView } from "./views/objects.js";
+import { ObserversView } from "./views/observers.js";
+
+const ADMIN_EVENTS = [
+  "objectCreated", "objectDeleted", "objectReleasePending", "valueChanged", "observerCreated", "observerRemoved",
+  "observationAdded", "observationRemoved", "subscriptionAdded", "subscriptionRemoved", "notificationPosted",
+];
+const OBSERVER_EVENTS = ["change", "notification", "cancelled"];
+const POLL_MS = 1000;
+const WATCH_KEEP = 200;
+
+const $ = (id) => document.getElementById(id);
+const api = new Api();
+const model = new Model();
+
+const counters = new CountersView($("counters"), model);
+const feed = new FeedView({
+  list: $("feed"), object: $("feed-object"), observer: $("feed-observer"), kind: $("feed-kind"), pause: $("feed-pause"),
+});
+const forms = new FormsView(document, api, { onClassesChanged: () => loadClasses() });
+new GraphView($("graph"), $("graph-note"), model);
+new ObjectsView(
+  { body: $("objects-body"), filter: $("objects-filter"), note: $("objects-note"), datalist: $("object-ids") },
+  model, (id) => forms.select(id));
+new ObserversView($("observers-body"), model, { onWatch: watch, onDelete: deleteObserver });
+
+let adminStream = null;
+let watched = null;
+let buffered = null; // admin events that arrive while a snapshot is being fetched
+let generation = 0;
+let pollTimer = null;
+
+// ---- connection state and errors -------------------------------------------------------
+
+function setConnection(state, text) {
+  $("connection").dataset.state = state;
+  $("connection").textContent = text;
+}
+
+function showAlert(message) {
+  $("alert").hidden = !message;
+  $("alert").textContent = message ?? "";
+}
+
+// ---- token ---------------------------------------------------------------------------------
+
+function askForToken(message) {
+  stopAll();
+  $("dashboard").hidden = true;
+  $("token-panel").hidden = false;
+  $("token-message").textContent = message;
+  $("token-input").focus();
+  setConnection("error", "token needed");
+}
+
+$("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  api.token = $("token-input").value.trim();
+  $("token-input").value = "";
+  start();
+});
+
+$("forget-token").addEventListener("click", () => {
+  api.token = null;
+  askForToken("The token was forgotten. Enter it again to continue.");
+});
+
+/** The message for an answer that says the token is missing or not enough. */
+function tokenProblem(error) {
+  if (error.status === 401) {
+    return api.token
+      ? "401 unauthorized: the server did not accept this token. Enter the service token (--token / OBS_TOKEN)."
+      : "This server requires a token (401 unauthorized). It is kept for this tab only.";
+  }
+  if (error.status === 403) {
+    return "403 forbidden: this token belongs to an observer. The dashboard needs the service token.";
+  }
+  return null;
+}
+
+// ---- start, snapshot and the admin stream -------------------------------------------------
+
+async function start() {
+  showAlert(null);
+  setConnection("connecting", "connecting…");
+  try {
+    counters.update(await api.get("/v1/stats"));
+  } catch (error) {
+    const problem = error instanceof ApiError ? tokenProblem(error) : null;
+    if (problem) return askForToken(problem);
+    showAlert(`The server cannot be reached: ${error.readable ?? error.message}. Retrying…`);
+    setConnection("error", "offline");
+    setTimeout(start, 2000);
+    return;
+  }
+  $("token-panel").hidden = true;
+  $("dashboard").hidden = false;
+  $("forget-token").hidden = !api.token;
+  adminStream = new LiveStream(api, "/v1/events", ADMIN_EVENTS, {
+    event: onAdminEvent,
+    reset: () => refetch(),
+    state: (state) => setConnection(state === "live" ? "live" : "error", state === "live" ? "live" : "reconnecting…"),
+    closed: checkAccess,
+  });
+  adminStream.start();
+  refetch();
+  loadClasses();
+  clearInterval(pollTimer);
+  pollTimer = setInterval(poll, POLL_MS);
+}
+
+function stopAll() {
+  adminStream?.stop();
+  adminStream = null;
+  stopWatching();
+  clearInterval(pollTimer);
+}
+
+function onAdminEvent(kind, data, id) {
+  feed.add(kind, data, id);
+  counters.count();
+  if (buffered) buffered.push([kind, data]);
+  else model.apply(kind, data);
+}
+
+/** A fresh snapshot; events that arrive meanwhile are applied over it in order. */
+async function refetch() {
+  const mine = ++generation;
+  buffered = [];
+  try {
+    const snapshot = await fetchSnapshot(api);
+    if (mine !== generation) return;
+    model.replace(snapshot);
+    const queued = buffered;
+    buffered = null;
+    for (const [kind, data] of queued) model.apply(kind, data);
+  } catch (error) {
+    if (mine !== generation) return;
+    const problem = error instanceof ApiError ? tokenProblem(error) : null;
+    if (problem) return askForToken(problem);
+    showAlert(`Loading the state failed: ${error.readable ?? error.message}. Retrying…`);
+    setTimeout(() => mine === generation && refetch(), 2000);
+  }
+}
+
+/** Called when a stream gave up: a 401 asks for the token (and stops); anything else retries. */
+async function checkAccess() {
+  try {
+    await api.get("/v1/stats");
+    return true;
+  } catch (error) {
+    const problem = error instanceof ApiError ? tokenProblem(error) : null;
+    if (problem) {
+      askForToken(problem);
+      return false;
+    }
+    setConnection("error", "offline");
+    return true;
+  }
+}
+
+async function poll() {
+  try {
+    const [stats, list] = await Promise.all([api.get("/v1/stats"), api.get("/v1/observers")]);
+    counters.update(stats);
+    model.updateObserverFigures(list.observers);
+    showAlert(null);
+  } catch (error) {
+    const problem = error instanceof ApiError ? tokenProblem(error) : null;
+    if (problem) askForToken(problem);
+  }
+}
+
+/** An object whose change could not be applied locally is fetched again. */
+model.on("stale", async (id) => {
+  try {
+    const object = await api.get(`/v1/objects/${encodeURIComponent(id)}`);
+    model.apply("objectCreated", { object });
+  } catch (error) {
+    if (error.status === 404) model.removeObject(id);
+  }
+});
+
+async function loadClasses() {
+  try {
+    const answer = await api.get("/v1/classes");
+    const names = (answer.classes ?? []).map((c) => (typeof c === "string" ? c : c.name));
+    $("class-names").replaceChildren(...names.map((name) => el("option", { value: name })));
+  } catch (error) {
+    showAlert(`Loading the classes failed: ${error.readable ?? error.message}`);
+  }
+}
+
+// ---- one observer's own stream ------------------------------------------------------------
+
+function watch(observerID) {
+  stopWatching();
+  const list = $("watch-list");
+  list.replaceChildren();
+  $("watch-panel").hidden = false;
+  $("watch-title").textContent = `Stream of ${observerID}`;
+  const add = (kind, data, id) => {
+    list.prepend(el("li", { dataset: { kind } },
+      el("span", { class: "eid" }, id ? `#${id}` : ""), el("span", { class: "kind" }, kind), describe(kind, data)));
+    while (list.childElementCount > WATCH_KEEP) list.lastElementChild.remove();
+  };
+  watched = new LiveStream(api, `/v1/observers/${encodeURIComponent(observerID)}/events`, OBSERVER_EVENTS, {
+    event: add,
+    reset: (data) => add("reset", data, null),
+    closed: async () => {
+      if (!model.observers.has(observerID)) {
+        add("closed", { reason: "the observer is gone" }, null);
+        return false;
+      }
+      return checkAccess();
+    },
+  });
+  watched.start();
+  $("watch-close").focus();
+}
+
+function stopWatching() {
+  watched?.stop();
+  watched = null;
+  $("watch-panel").hidden = true;
+}
+
+$("watch-close").addEventListener("click", stopWatching);
+
+async function deleteObserver(id) {
+  try {
+    await api.delete(`/v1/observers/${encodeURIComponent(id)}`);
+    if (watched && watched.path.includes(encodeURIComponent(id))) stopWatching();
+  } catch (error) {
+    showAlert(`Deleting ${id} failed: ${error.readable ?? error.message}`);
+  }
+}
+
+start();

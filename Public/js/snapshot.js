@@ -1,0 +1,55 @@
+// The dashboard's full picture, fetched over the API: every object (paged), every
+// observer, and each observer's observations and subscriptions.
+
+const PAGE = 1000;
+const PARALLEL = 6;
+
+export async function fetchSnapshot(api) {
+  const [objects, observerList, stats] = await Promise.all([
+    fetchObjects(api), api.get("/v1/observers"), api.get("/v1/stats"),
+  ]);
+  const observers = observerList.observers;
+  const details = await mapLimited(observers, PARALLEL, async (observer) => {
+    try {
+      return await api.get(`/v1/observers/${encodeURIComponent(observer.id)}`);
+    } catch (error) {
+      if (error.status === 404) return null; // removed meanwhile: the stream says so too
+      throw error;
+    }
+  });
+  const observations = [];
+  const subscriptions = [];
+  for (const detail of details) {
+    if (!detail) continue;
+    for (const observation of detail.observations) observations.push({ ...observation, observer: detail.id });
+    for (const subscription of detail.subscriptions) subscriptions.push({ ...subscription, observer: detail.id });
+  }
+  return { objects, observers, observations, subscriptions, revision: stats.revision };
+}
+
+async function fetchObjects(api) {
+  const objects = [];
+  let after = null;
+  do {
+    const query = new URLSearchParams({ limit: String(PAGE) });
+    if (after) query.set("after", after);
+    const page = await api.get(`/v1/objects?${query}`);
+    objects.push(...page.objects);
+    after = page.next;
+  } while (after);
+  return objects;
+}
+
+/** `Promise.all(items.map(work))` with at most `limit` requests in flight. */
+async function mapLimited(items, limit, work) {
+  const results = new Array(items.length);
+  let next = 0;
+  async function worker() {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]);
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}

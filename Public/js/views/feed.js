@@ -1,0 +1,132 @@
+// The live event feed, newest first, filterable by object, observer and kind. It keeps
+// the last KEEP events in memory and at most SHOW in the page.
+
+import { brief, el, schedule } from "../frame.js";
+
+const KEEP = 2000;
+const SHOW = 300;
+
+export class FeedView {
+  constructor({ list, object, observer, kind, pause }) {
+    this.list = list;
+    this.filters = { object, observer, kind };
+    this.pauseButton = pause;
+    this.entries = [];
+    this.pending = [];
+    this.rebuild = true;
+    this.paused = false;
+    this.render = this.render.bind(this);
+    for (const input of [object, observer, kind]) {
+      input.addEventListener("input", () => this.refilter());
+    }
+    pause.addEventListener("click", () => {
+      this.paused = !this.paused;
+      pause.setAttribute("aria-pressed", String(this.paused));
+      pause.textContent = this.paused ? "Resume" : "Pause";
+      this.refilter();
+    });
+  }
+
+  /** One admin stream event. */
+  add(kind, data, id) {
+    const entry = { kind, data, id, at: new Date() };
+    this.entries.push(entry);
+    if (this.entries.length > KEEP) this.entries.splice(0, this.entries.length - KEEP);
+    this.pending.push(entry);
+    if (!this.paused) schedule(this.render);
+  }
+
+  refilter() {
+    this.rebuild = true;
+    schedule(this.render);
+  }
+
+  render() {
+    if (this.paused && !this.rebuild) return;
+    const match = this.matcher();
+    if (this.rebuild) {
+      const shown = [];
+      for (let index = this.entries.length - 1; index >= 0 && shown.length < SHOW; index--) {
+        if (match(this.entries[index])) shown.push(item(this.entries[index]));
+      }
+      this.list.replaceChildren(...shown);
+      this.rebuild = false;
+    } else {
+      const fragment = document.createDocumentFragment();
+      for (let index = this.pending.length - 1; index >= 0; index--) {
+        if (match(this.pending[index])) fragment.append(item(this.pending[index]));
+      }
+      this.list.prepend(fragment);
+      while (this.list.childElementCount > SHOW) this.list.lastElementChild.remove();
+    }
+    this.pending = [];
+  }
+
+  matcher() {
+    const object = this.filters.object.value.trim();
+    const observer = this.filters.observer.value.trim();
+    const kind = this.filters.kind.value;
+    return (entry) => {
+      if (kind && entry.kind !== kind) return false;
+      if (object && !(objectOf(entry.data) ?? "").includes(object)) return false;
+      if (observer && !(observerOf(entry.data) ?? "").includes(observer)) return false;
+      return true;
+    };
+  }
+}
+
+function objectOf(data) {
+  if (typeof data.object === "string") return data.object;
+  return data.object?.id ?? data.observation?.object ?? data.subscription?.object ?? null;
+}
+
+function observerOf(data) {
+  return typeof data.observer === "string" ? data.observer : data.observer?.id ?? null;
+}
+
+function item(entry) {
+  return el("li", { dataset: { kind: entry.kind, object: objectOf(entry.data) ?? "", observer: observerOf(entry.data) ?? "" } },
+    el("span", { class: "eid" }, entry.id ? `#${entry.id}` : ""),
+    el("span", { class: "kind" }, entry.kind),
+    describe(entry.kind, entry.data),
+    entry.data.revision ? `  (rev ${entry.data.revision})` : "");
+}
+
+/** One line saying what happened. */
+export function describe(kind, data) {
+  switch (kind) {
+    case "objectCreated": return `${data.object.id} (${data.object.class ?? "no class"}) ${brief(data.object.values, 60)}`;
+    case "objectDeleted": return data.object;
+    case "objectReleasePending": return `${data.object} retained by ${data.retainedBy.join(", ")}`;
+    case "valueChanged": {
+      const mutation = data.kind ? ` ${data.kind} at ${data.indexes.join(",")}:` : "";
+      return `${data.object}.${data.keyPath} =${mutation} ${brief(data.value)}`;
+    }
+    case "observerCreated": return `${data.observer.name} (${data.observer.id})`;
+    case "observerRemoved": return `${data.observer} (${data.reason})`;
+    case "observationAdded": {
+      const o = data.observation;
+      return `${data.observer} → ${o.object}.${o.keyPath} [${o.options.join(",")}]`;
+    }
+    case "observationRemoved": return `${data.observer} ✕ ${data.object}.${data.keyPath} (${data.reason})`;
+    case "subscriptionAdded": {
+      const s = data.subscription;
+      return `${data.observer} → notification ${s.name ?? "any name"} from ${s.object ?? "any object"}`;
+    }
+    case "subscriptionRemoved": return `${data.observer} ✕ ${data.subscription} (${data.reason})`;
+    case "notificationPosted":
+      return `${data.name} from ${data.object ?? "—"}${userInfo(data)} → ${data.delivered} delivered`;
+    case "change": {
+      const values = [data.old !== undefined ? `old ${brief(data.old, 40)}` : "", data.new !== undefined ? `new ${brief(data.new, 40)}` : ""];
+      const flags = data.initial ? " initial" : data.prior ? " prior" : "";
+      return `${data.object}.${data.keyPath} ${data.kind}${flags} ${values.filter(Boolean).join(" ")}`;
+    }
+    case "notification": return `${data.name} from ${data.object ?? "—"}${userInfo(data)}`;
+    case "cancelled": return `${data.observation ?? data.subscription} (${data.reason})`;
+    default: return brief(data);
+  }
+}
+
+function userInfo(data) {
+  return data.userInfo == null ? "" : ` ${brief(data.userInfo, 40)}`;
+}

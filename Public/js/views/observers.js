@@ -1,0 +1,113 @@
+// The observers table: name, streams, lease countdown, registrations, last event id,
+// backlog, dropped; each row can open the observer's own stream or delete it. Rows are
+// kept and their cells updated in place, so the figures refreshed every second never
+// take the keyboard focus away from a row's buttons.
+
+import { el, schedule } from "../frame.js";
+
+const MAX_ROWS = 200;
+
+export class ObserversView {
+  constructor(body, model, { onWatch, onDelete }) {
+    this.body = body;
+    this.model = model;
+    this.onWatch = onWatch;
+    this.onDelete = onDelete;
+    this.entries = new Map(); // observer id → {row, cells, observer, registrationsKey}
+    this.order = "";
+    this.render = this.render.bind(this);
+    model.on("observers", () => schedule(this.render));
+    model.on("reset", () => schedule(this.render));
+    setInterval(() => this.tick(), 1000);
+  }
+
+  render() {
+    const observers = [...this.model.observers.values()]
+      .sort((a, b) => (a.name ?? a.id).localeCompare(b.name ?? b.id) || a.id.localeCompare(b.id));
+    const shown = observers.slice(0, MAX_ROWS);
+    const owned = new Map();
+    for (const o of this.model.observations.values()) add(owned, o.observer, "observations", `${o.object}.${o.keyPath}`);
+    for (const s of this.model.subscriptions.values()) {
+      add(owned, s.observer, "subscriptions", `notification ${s.name ?? "*"} from ${s.object ?? "*"}`);
+    }
+    const ids = new Set(shown.map((observer) => observer.id));
+    for (const id of this.entries.keys()) if (!ids.has(id)) this.entries.delete(id);
+    for (const observer of shown) {
+      if (!this.entries.has(observer.id)) this.entries.set(observer.id, this.build(observer));
+      this.fill(this.entries.get(observer.id), observer, owned.get(observer.id));
+    }
+    const order = `${[...ids].join("\n")}\n${observers.length}`;
+    if (order === this.order) return;
+    this.order = order;
+    const rows = shown.map((observer) => this.entries.get(observer.id).row);
+    if (observers.length > MAX_ROWS) {
+      rows.push(el("tr", {}, el("td", { colspan: "8" }, `… ${observers.length - MAX_ROWS} more observers`)));
+    }
+    this.body.replaceChildren(...rows);
+  }
+
+  build(observer) {
+    const label = observer.name && observer.name !== observer.id ? observer.name : observer.id;
+    const cells = {
+      streams: el("td", {}),
+      lease: el("td", { class: "mono" }),
+      registrations: el("td", {}),
+      lastEventId: el("td", { class: "mono" }),
+      backlog: el("td", { class: "mono" }),
+      dropped: el("td", { class: "mono" }),
+    };
+    const row = el("tr", { dataset: { observer: observer.id } },
+      el("td", {}, el("strong", {}, label), el("div", { class: "mono hint" }, observer.id)),
+      cells.streams, cells.lease, cells.registrations, cells.lastEventId, cells.backlog, cells.dropped,
+      el("td", {},
+        el("button", { type: "button", class: "secondary", "aria-label": `Watch the stream of ${label}`, onclick: () => this.onWatch(observer.id) }, "Watch"),
+        " ",
+        el("button", { type: "button", class: "danger", "aria-label": `Delete ${label}`, onclick: () => this.onDelete(observer.id) }, "Delete")),
+    );
+    return { row, cells, observer, registrationsKey: null };
+  }
+
+  fill(entry, observer, { observations = [], subscriptions = [] } = {}) {
+    entry.observer = observer;
+    const { cells } = entry;
+    setText(cells.streams, observer.streams ? `● ${observer.streams}` : "0");
+    setText(cells.lastEventId, String(observer.lastEventId ?? 0));
+    setText(cells.backlog, String(observer.backlog ?? 0));
+    setText(cells.dropped, String(observer.dropped ?? 0));
+    this.showLease(entry);
+    const registrations = [...observations, ...subscriptions];
+    const key = registrations.join("\n");
+    if (key === entry.registrationsKey) return;
+    entry.registrationsKey = key;
+    const wasOpen = cells.registrations.querySelector("details")?.open ?? false;
+    const summary = `${observations.length} obs · ${subscriptions.length} subs`;
+    cells.registrations.replaceChildren(registrations.length
+      ? el("details", { open: wasOpen }, el("summary", {}, summary),
+        el("ul", { class: "values" }, registrations.map((text) => el("li", {}, text))))
+      : summary);
+  }
+
+  /** Lease: "held" while a stream is connected, else a countdown to `expiresAt`. */
+  showLease({ cells, observer }) {
+    if (observer.streams > 0 || !observer.expiresAt) {
+      setText(cells.lease, "held");
+      return;
+    }
+    const left = Math.round((Date.parse(observer.expiresAt) - Date.now()) / 1000);
+    setText(cells.lease, left > 0 ? `${left} s` : "expiring…");
+  }
+
+  tick() {
+    for (const entry of this.entries.values()) this.showLease(entry);
+  }
+}
+
+function setText(cell, text) {
+  if (cell.textContent !== text) cell.textContent = text;
+}
+
+/** Adds `text` to the `field` list of observer `id`. */
+function add(owned, id, field, text) {
+  if (!owned.has(id)) owned.set(id, { observations: [], subscriptions: [] });
+  owned.get(id)[field].push(text);
+}
