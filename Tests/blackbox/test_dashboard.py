@@ -333,3 +333,35 @@ def test_populated_dashboard_screenshot(server_factory, browser):
     time.sleep(0.1)
     (ROOT / "build").mkdir(exist_ok=True)
     browser.save_screenshot(str(ROOT / "build" / "dashboard.png"))
+
+
+def test_accessibility_basics(server_factory, browser):
+    server = server_factory().start()
+    created(server, "/v1/objects", {"id": "acct-1", "values": {"balance": 1}})
+    observer = created(server, "/v1/observers", {"name": "keyboard"})
+    open_dashboard(browser, server)
+    wait(browser).until(EC.presence_of_element_located((By.CSS_SELECTOR, f'tr[data-observer="{observer["id"]}"]')))
+    unlabelled = browser.execute_script("""
+        return [...document.querySelectorAll('input, select, textarea')]
+          .filter((control) => control.labels.length === 0 && !control.getAttribute('aria-label'))
+          .map((control) => control.id || control.name);
+    """)
+    assert unlabelled == []
+    nameless = browser.execute_script("""
+        return [...document.querySelectorAll('button')]
+          .filter((button) => !(button.getAttribute('aria-label') || button.textContent.trim()))
+          .map((button) => button.outerHTML);
+    """)
+    assert nameless == []
+
+    # The observers' figures refresh every second without taking the focus from a row's button.
+    watch = browser.find_element(By.CSS_SELECTOR, f'tr[data-observer="{observer["id"]}"] button')
+    browser.execute_script("arguments[0].focus()", watch)
+    time.sleep(2.2)
+    assert browser.execute_script("return document.activeElement.getAttribute('aria-label')") == \
+        "Watch the stream of keyboard"
+
+    # Keyboard only: Enter on the focused button opens the observer's stream.
+    browser.switch_to.active_element.send_keys("\n")
+    wait(browser).until(EC.visibility_of_element_located((By.ID, "watch-panel")))
+    assert browser.switch_to.active_element.get_attribute("id") == "watch-close"
