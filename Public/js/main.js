@@ -43,6 +43,7 @@ let watched = null;
 let buffered = null; // admin events that arrive while a snapshot is being fetched
 let generation = 0;
 let pollTimer = null;
+let liveFrom = 0; // the revision when the page started: older events are history, not events/s
 
 // ---- connection state and errors -------------------------------------------------------
 
@@ -98,7 +99,9 @@ async function start() {
   showAlert(null);
   setConnection("connecting", "connecting…");
   try {
-    counters.update(await api.get("/v1/stats"));
+    const stats = await api.get("/v1/stats");
+    liveFrom = stats.revision;
+    counters.update(stats);
   } catch (error) {
     const problem = error instanceof ApiError ? tokenProblem(error) : null;
     if (problem) return askForToken(problem);
@@ -132,7 +135,7 @@ function stopAll() {
 
 function onAdminEvent(kind, data, id) {
   feed.add(kind, data, id);
-  counters.count();
+  if (!(data.revision <= liveFrom)) counters.count();
   if (buffered) buffered.push([kind, data]);
   else model.apply(kind, data);
 }
@@ -182,6 +185,7 @@ async function poll() {
   } catch (error) {
     const problem = error instanceof ApiError ? tokenProblem(error) : null;
     if (problem) askForToken(problem);
+    else showAlert(`Refreshing the figures failed: ${error.readable ?? error.message}`);
   }
 }
 
