@@ -18,6 +18,8 @@ public struct CoreError: Error, Sendable, Equatable {
         case conflict
         case revisionMismatch
         case limitExceeded
+        /// A request part over a size limit (a JSON string longer than the server allows).
+        case payloadTooLarge
     }
 
     public let code: Code

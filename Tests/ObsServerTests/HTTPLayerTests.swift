@@ -54,6 +54,22 @@ struct HTTPLayerTests {
         }
     }
 
+    @Test("a JSON string over --max-string-bytes answers 413 and changes nothing")
+    func stringTooLong() throws {
+        try withServer(configure: { $0.maxStringBytes = 100 }) { _, client in
+            let long = JSON.string(String(repeating: "x", count: 101))
+            try expectRefused(client, 413, "payloadTooLarge") {
+                try client.send("POST", "/v1/objects", json: ["id": "a", "values": ["note": long]])
+            }
+            #expect(
+                try client.send("POST", "/v1/objects", json: ["id": "a", "values": ["note": "short"]]).status == 201)
+            try expectRefused(client, 413, "payloadTooLarge") {
+                try client.send("PUT", "/v1/objects/a/values/note", json: ["value": long])
+            }
+            #expect(try client.get("/v1/objects/a/values/note")["value"] == "short")
+        }
+    }
+
     @Test("a chunked body that grows over the limit answers 413")
     func payloadTooLargeChunked() throws {
         try withServer(configure: { $0.maxBodyBytes = 1000 }) { server, client in

@@ -45,6 +45,20 @@ struct JSONTests {
         #expect(throws: CoreError.self) { try JSONParser.parse(String(repeating: "[", count: 100_000)) }
     }
 
+    @Test("strings over maxStringBytes (values, member names, escaped or not) are payloadTooLarge")
+    func stringLimit() throws {
+        #expect(try JSONParser.parse("[\"abcd\", {\"efgh\": \"\\u00e9\\u00e9\"}]", maxStringBytes: 4) != nil)
+        for text in ["\"abcde\"", "{\"abcde\": 1}", "[\"ab\\ncd\"]", "\"\\u00e9\\u00e9\\u00e9\""] {
+            do throws(CoreError) {
+                _ = try JSONParser.parse(text, maxStringBytes: 4)
+                Issue.record("\(text) was accepted")
+            } catch {
+                #expect(error.code == .payloadTooLarge, "\(text)")
+                #expect(error.details["limit"] == 4)
+            }
+        }
+    }
+
     @Test("numbers compare numerically and objects without regard to order")
     func equality() throws {
         #expect(JSON.int(1) == JSON.double(1.0))

@@ -3,13 +3,14 @@ import ObservationCore
 /// A request's JSON object body, with typed access to its members.
 ///
 /// Refuses (in this order) a body that is not JSON by its Content-Type (415),
-/// text that does not parse (400 `invalidJSON`), a value that is not an
+/// text that does not parse (400 `invalidJSON`), a string over the limit (413
+/// `payloadTooLarge`), a value that is not an
 /// object, and members not in `allowed` (400 `invalidRequest`, with a
 /// did-you-mean). An empty body reads as `{}`.
 struct JSONBody {
     let members: JSONObject
 
-    init(_ request: HTTPRequest, allowed: [String]) throws {
+    init(_ request: HTTPRequest, allowed: [String], maxStringBytes: Int = .max) throws {
         if let contentType = request.headers.contentType, !Self.isJSON(contentType) {
             throw APIError.unsupportedMediaType(contentType)
         }
@@ -17,7 +18,7 @@ struct JSONBody {
             members = [:]
             return
         }
-        guard case .object(let members) = try JSONParser.parse(request.body) else {
+        guard case .object(let members) = try JSONParser.parse(request.body, maxStringBytes: maxStringBytes) else {
             throw CoreError(.invalidRequest, "the body must be a JSON object")
         }
         for key in members.keys where !allowed.contains(key) {

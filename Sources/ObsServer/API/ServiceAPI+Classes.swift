@@ -7,7 +7,7 @@ extension ServiceAPI {
             return .json(["classes": .array(classes)])
         }
         router.on(.put, "/v1/classes/{name}") { request, parameters in
-            let body = try JSONBody(request, allowed: ["properties"])
+            let body = try jsonBody(request, allowed: ["properties"])
             let (snapshot, created) = try store.defineClass(parameters["name"], definition: .object(body.members))
             return .json(.object(snapshot.json), status: created ? 201 : 200)
         }

@@ -3,7 +3,7 @@ import ObservationCore
 extension ServiceAPI {
     func registerNotifications(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers/{id}/subscriptions") { request, parameters in
-            let body = try JSONBody(request, allowed: ["name", "object"])
+            let body = try jsonBody(request, allowed: ["name", "object"])
             let result = try store.subscribe(
                 observerID: parameters["id"], name: try body.string("name"), object: try body.string("object"))
             var members = result.subscription.json
@@ -26,7 +26,7 @@ extension ServiceAPI {
             return .noContent
         }
         router.on(.post, "/v1/notifications") { request, _ in
-            let body = try JSONBody(request, allowed: ["name", "object", "userInfo", "posting", "coalesce"])
+            let body = try jsonBody(request, allowed: ["name", "object", "userInfo", "posting", "coalesce"])
             let name = try body.required("name", body.string)
             let styleName = try body.string("posting") ?? "now"
             guard let style = PostingStyle(rawValue: styleName) else {

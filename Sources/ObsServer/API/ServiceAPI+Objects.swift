@@ -6,7 +6,7 @@ extension ServiceAPI {
 
     func registerObjects(in router: inout RouterBuilder) {
         router.on(.post, "/v1/objects") { request, _ in
-            let body = try JSONBody(request, allowed: ["id", "class", "values"])
+            let body = try jsonBody(request, allowed: ["id", "class", "values"])
             let snapshot = try store.createObject(
                 id: try body.string("id"), className: try body.string("class"), values: try body.object("values") ?? [:]
             )
@@ -26,7 +26,7 @@ extension ServiceAPI {
             .json(.object(try store.object(parameters["id"]).json))
         }
         router.on(.patch, "/v1/objects/{id}") { request, parameters in
-            let body = try JSONBody(request, allowed: ["values", "ifRevision"])
+            let body = try jsonBody(request, allowed: ["values", "ifRevision"])
             return .revision(
                 try store.patch(
                     parameters["id"], values: try body.required("values", body.object),

@@ -3,7 +3,7 @@ import ObservationCore
 extension ServiceAPI {
     func registerObservers(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers") { request, _ in
-            let body = try JSONBody(request, allowed: ["name", "lease", "retainObserved", "replay"])
+            let body = try jsonBody(request, allowed: ["name", "lease", "retainObserved", "replay"])
             var settings = ObserverSettings()
             settings.name = try body.string("name")
             settings.lease = try body.int("lease") ?? settings.lease
@@ -42,7 +42,7 @@ extension ServiceAPI {
 
     private func registerObservations(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers/{id}/observations") { request, parameters in
-            let body = try JSONBody(request, allowed: ["object", "keyPath", "keyPaths", "options", "context"])
+            let body = try jsonBody(request, allowed: ["object", "keyPath", "keyPaths", "options", "context"])
             let object = try body.required("object", body.string)
             var keyPaths: [String] = []
             if let keyPath = try body.string("keyPath") { keyPaths.append(keyPath) }

@@ -15,14 +15,14 @@ extension ServiceAPI {
             }
         }
         router.on(.put, "/v1/objects/{id}/values/{keyPath}") { request, parameters in
-            let body = try JSONBody(request, allowed: ["value", "ifRevision"])
+            let body = try jsonBody(request, allowed: ["value", "ifRevision"])
             return .revision(
                 try store.setValue(
                     try body.required("value"), of: parameters["id"], at: parameters["keyPath"],
                     ifRevision: try body.int("ifRevision")))
         }
         router.on(.post, "/v1/objects/{id}/values/{keyPath}/mutations") { request, parameters in
-            let body = try JSONBody(request, allowed: ["kind", "indexes", "values", "ifRevision"])
+            let body = try jsonBody(request, allowed: ["kind", "indexes", "values", "ifRevision"])
             let kindName = try body.required("kind", body.string)
             guard let kind = ArrayMutation.Kind(rawValue: kindName) else {
                 throw CoreError(.invalidRequest, "kind must be insertion, removal or replacement, not '\(kindName)'")
@@ -40,7 +40,7 @@ extension ServiceAPI {
                     parameters["id"], at: parameters["keyPath"], mutation, ifRevision: try body.int("ifRevision")))
         }
         router.on(.post, "/v1/objects/{id}/notify") { request, parameters in
-            let body = try JSONBody(request, allowed: ["keyPaths"])
+            let body = try jsonBody(request, allowed: ["keyPaths"])
             var keyPaths: [String] = []
             for path in try body.required("keyPaths", body.array) {
                 guard case .string(let text) = path else {

@@ -12,6 +12,8 @@ struct ServiceAPI: Sendable {
     let metrics: RequestMetrics
     /// The data directory's committer (nil: in memory), for its figures.
     let committer: Committer?
+    /// The longest JSON string a request body may hold (`--max-string-bytes`).
+    let maxStringBytes: Int
 
     /// Registers every route of the service.
     func register(in router: inout RouterBuilder) {
@@ -22,6 +24,11 @@ struct ServiceAPI: Sendable {
         registerObservers(in: &router)
         registerStreams(in: &router)
         registerNotifications(in: &router)
+    }
+
+    /// A request's JSON object body, with the service's string limit.
+    func jsonBody(_ request: HTTPRequest, allowed: [String]) throws -> JSONBody {
+        try JSONBody(request, allowed: allowed, maxStringBytes: maxStringBytes)
     }
 }
 

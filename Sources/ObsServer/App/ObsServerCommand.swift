@@ -27,6 +27,7 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
     @Option(help: "HTTP worker threads (default: usable cores).") var threads: Int?
     @Option(help: "Largest request body in bytes.") var maxBodyBytes: Int?
+    @Option(help: "Longest JSON string (value or member name) in a request body, in bytes.") var maxStringBytes: Int?
     @Option(help: "Most objects the server holds.") var maxObjects: Int?
     @Option(help: "Most observers the server holds.") var maxObservers: Int?
     @Option(help: "Most observations and subscriptions per observer.") var maxRegistrationsPerObserver: Int?
@@ -98,6 +99,7 @@ struct ObsServerCommand: ParsableCommand {
             config.maxRegistrationsPerObserver = value
         }
         if let value = try pick(maxStreams, "max-streams") { config.maxStreams = value }
+        if let value = try pick(maxStringBytes, "max-string-bytes") { config.maxStringBytes = value }
         do {
             try config.validate()
         } catch {

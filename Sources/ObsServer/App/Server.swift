@@ -41,8 +41,11 @@ final class Server: Sendable {
             lastRequest: { counters.lastRequest })
         var builder = RouterBuilder()
         let metrics = RequestMetrics()
-        ServiceAPI(store: store, counters: counters, hub: hub, timer: timer, metrics: metrics, committer: committer)
-            .register(in: &builder)
+        ServiceAPI(
+            store: store, counters: counters, hub: hub, timer: timer, metrics: metrics, committer: committer,
+            maxStringBytes: config.maxStringBytes
+        )
+        .register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
         let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request.path) }
         let authenticator = Authenticator(token: config.token, store: store)

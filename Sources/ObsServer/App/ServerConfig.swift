@@ -16,6 +16,7 @@ struct ServerConfig: Sendable {
     var logLevel = Logger.Level.info
     var threads: Int?
     var maxBodyBytes = 1_048_576
+    var maxStringBytes = 262_144
     var maxObjects = 1_000_000
     var maxObservers = 100_000
     var maxRegistrationsPerObserver = 10_000
@@ -39,7 +40,8 @@ struct ServerConfig: Sendable {
         }
         if let token, token.isEmpty { throw ConfigError("--token must not be empty") }
         for (name, value) in [
-            ("max-body-bytes", maxBodyBytes), ("max-objects", maxObjects), ("max-observers", maxObservers),
+            ("max-body-bytes", maxBodyBytes), ("max-string-bytes", maxStringBytes), ("max-objects", maxObjects),
+            ("max-observers", maxObservers),
             ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams),
         ] where value < 1 {
             throw ConfigError("--\(name) must be at least 1")

@@ -32,6 +32,7 @@ struct APIError: Error, Sendable {
         case .conflict: 409
         case .revisionMismatch: 412
         case .limitExceeded: 429
+        case .payloadTooLarge: 413
         }
     }
 

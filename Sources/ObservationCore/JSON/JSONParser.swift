@@ -2,38 +2,44 @@
 ///
 /// Strict: one value, optional surrounding white space, valid UTF-8, no
 /// trailing commas, no NaN or infinity. Nesting deeper than `maxDepth` is an
-/// error, so hostile input cannot exhaust the stack. Errors say where they
-/// are, as a byte offset.
+/// error, so hostile input cannot exhaust the stack; a string (value or member
+/// name) of more than `maxStringBytes` UTF-8 bytes is `payloadTooLarge`. Errors
+/// say where they are, as a byte offset.
 public struct JSONParser: ~Copyable {
     /// The default nesting limit (the contract's 64).
     public static let defaultMaxDepth = 64
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private let maxDepth: Int
+    private let maxStringBytes: Int
     private var index = 0
     private var depth = 0
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+    private init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, maxStringBytes: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
+        self.maxStringBytes = maxStringBytes
     }
 
     /// Parses `bytes` as one JSON document.
-    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(CoreError) -> JSON
-    {
+    public static func parse(
+        _ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth, maxStringBytes: Int = .max
+    ) throws(CoreError) -> JSON {
         let result: Result<JSON, CoreError>? = bytes.withContiguousStorageIfAvailable { buffer in
             Result { () throws(CoreError) -> JSON in
-                var parser = JSONParser(buffer, maxDepth: maxDepth)
+                var parser = JSONParser(buffer, maxDepth: maxDepth, maxStringBytes: maxStringBytes)
                 return try parser.document()
             }
         }
         if let result { return try result.get() }
-        return try parse(Array(bytes), maxDepth: maxDepth)
+        return try parse(Array(bytes), maxDepth: maxDepth, maxStringBytes: maxStringBytes)
     }
 
     /// Parses the UTF-8 of `text` as one JSON document.
-    public static func parse(_ text: String, maxDepth: Int = defaultMaxDepth) throws(CoreError) -> JSON {
-        try parse(Array(text.utf8), maxDepth: maxDepth)
+    public static func parse(
+        _ text: String, maxDepth: Int = defaultMaxDepth, maxStringBytes: Int = .max
+    ) throws(CoreError) -> JSON {
+        try parse(Array(text.utf8), maxDepth: maxDepth, maxStringBytes: maxStringBytes)
     }
 
     // MARK: - Grammar
@@ -127,6 +133,7 @@ public struct JSONParser: ~Copyable {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
+                try checkLength(index - start, of: start)
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
                 guard let text = String(validating: slice, as: UTF8.self) else {
@@ -141,6 +148,14 @@ public struct JSONParser: ~Copyable {
         return try escapedString(from: start)
     }
 
+    private func checkLength(_ count: Int, of start: Int) throws(CoreError) {
+        guard count > maxStringBytes else { return }
+        throw CoreError(
+            .payloadTooLarge,
+            "a string of \(count) bytes at byte \(start - 1) is over the limit of \(maxStringBytes) bytes",
+            details: ["limit": .int(maxStringBytes), "offset": .int(start - 1)])
+    }
+
     private mutating func escapedString(from start: Int) throws(CoreError) -> String {
         var scratch = Array(bytes[start..<index])
         while index < bytes.count {
@@ -148,6 +163,7 @@ public struct JSONParser: ~Copyable {
             index += 1
             switch byte {
             case UInt8(ascii: "\""):
+                try checkLength(scratch.count, of: start)
                 guard let text = String(validating: scratch, as: UTF8.self) else {
                     throw failure("invalid UTF-8 in a string", at: start)
                 }
