@@ -112,6 +112,30 @@ struct PersistenceTests {
         #expect(store.journalSequence == 50)
     }
 
+    @Test("the journal's wake-up call costs the same on the 20,000th change as on the first")
+    func journalSignalStaysCheap() throws {
+        // A bare closure kept as a lock's generic state was re-wrapped in a reabstraction thunk by
+        // every inout access, so each signal walked a longer chain: slower and slower, then a stack
+        // overflow in a long-running durable server.
+        let store = try Store(restoring: PersistedImage())
+        let signals = Locked(0)
+        store.onJournal { signals.withLock { $0 += 1 } }
+        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        func rounds(_ range: ClosedRange<Int>) throws -> Duration {
+            let started = ContinuousClock.now
+            for value in range {
+                _ = store.takeJournalBatch()
+                _ = try store.setValue(.int(value), of: "a", at: "n")
+            }
+            return ContinuousClock.now - started
+        }
+        let first = try rounds(1...2_000)
+        _ = try rounds(2_001...18_000)
+        let last = try rounds(18_001...20_000)
+        #expect(signals.withLock { $0 } == 20_001)
+        #expect(last < first * 3 + .milliseconds(50), "first 2,000: \(first), last 2,000: \(last)")
+    }
+
     @Test("an in-memory store keeps no journal and shows events at once")
     func inMemoryKeepsNoJournal() throws {
         let store = Store()

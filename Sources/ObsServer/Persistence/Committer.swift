@@ -68,7 +68,7 @@ final class Committer: Sendable {
         var backoff = 0.05
         while true {
             signal.wait()
-            gather()
+            if ProcessInfo.processInfo.environment["OBS_NOGATHER"] == nil { gather() }
             let stopping = state.withLock { $0.stopping }
             let batch = store.takeJournalBatch()
             if !batch.isEmpty || batch.sequence > gate.durable { pending.append(batch) }

@@ -18,11 +18,17 @@ extension Store {
     /// Runs `handler` (after the lock is released) whenever a change finds the journal empty:
     /// the committer's signal that a batch is waiting.
     public func onJournal(_ handler: @escaping @Sendable () -> Void) {
-        journalHandler.withLock { $0 = handler }
+        journalHandler.withLock { $0 = JournalHandler(wake: handler) }
     }
 
     /// Takes what changed since the last batch (empty if nothing did).
     public func takeJournalBatch() -> JournalBatch {
         state.withLock { $0.takeJournalBatch() }
     }
+}
+
+/// A closure in a struct, so that `Locked` holds it in its concrete representation (see
+/// `Store.journalHandler`).
+struct JournalHandler: Sendable {
+    let wake: @Sendable () -> Void
 }

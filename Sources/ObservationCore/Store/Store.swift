@@ -10,7 +10,9 @@ public final class Store: Sendable {
     let state: Locked<StoreState>
     /// The journal's sequence, readable without the lock (persistent stores only).
     let sequenceCounter = Atomic<Int>(0)
-    let journalHandler = Locked<(@Sendable () -> Void)?>(nil)
+    /// The committer's wake-up call. Boxed: a bare closure as a lock's generic state is
+    /// re-wrapped in a reabstraction thunk by every inout access, a chain that grows per call.
+    let journalHandler = Locked<JournalHandler?>(nil)
 
     /// An in-memory store.
     public convenience init(limits: StoreLimits = StoreLimits()) {
@@ -42,7 +44,7 @@ public final class Store: Sendable {
             return (result, wake, wasEmpty)
         }
         for log in logs { log.wake() }
-        if signal { journalHandler.withLock { $0 }?() }
+        if signal { journalHandler.withLock { $0 }?.wake() }
         return result
     }
 
