@@ -8,8 +8,11 @@ import ObservationCore
 /// Each round takes everything the store changed since the last one (under the store's
 /// lock, cheap copies), encodes and writes it in one SQLite transaction, then opens
 /// the gate for the answers waiting on it and lets streams send the events it made.
-/// While a round writes, new changes gather for the next: the more load, the bigger
-/// the batch. Idle, the thread sleeps on a semaphore the store signals.
+/// A round starts as soon as the last one ends: the changes made while one round writes
+/// and syncs form the next batch, so the more load, the bigger the batch, and a lone
+/// write never waits for company. (Waiting for a quiet moment to gather bigger batches
+/// was measured: 20–30 % fewer writes per second with 64 clients.) Idle, the thread
+/// sleeps on a semaphore the store signals.
 ///
 /// A failed write is retried (with back-off) together with later changes; the answers
 /// it holds wait, since the changes they report are not durable yet.
@@ -68,7 +71,6 @@ final class Committer: Sendable {
         var backoff = 0.05
         while true {
             signal.wait()
-            if ProcessInfo.processInfo.environment["OBS_NOGATHER"] == nil { gather() }
             let stopping = state.withLock { $0.stopping }
             let batch = store.takeJournalBatch()
             if !batch.isEmpty || batch.sequence > gate.durable { pending.append(batch) }
@@ -94,23 +96,6 @@ final class Committer: Sendable {
         }
         finished.signal()
     }
-
-    /// Lets writes that are arriving join the batch: waits until the journal has not moved
-    /// for `quiet` (at most `gatherLimit`). Under load this makes batches as big as the
-    /// requests in flight; alone, a write waits `quiet` once.
-    private func gather() {
-        let deadline = ContinuousClock.now + Self.gatherLimit
-        var seen = store.journalSequence
-        while ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: Self.quiet)
-            let current = store.journalSequence
-            if current == seen { return }
-            seen = current
-        }
-    }
-
-    static let quiet = 0.000_1
-    static let gatherLimit = Duration.milliseconds(2)
 
     /// Writes batches in one transaction (later rows win); false when it failed.
     private func write(_ batches: [JournalBatch]) -> Bool {
