@@ -44,6 +44,42 @@ struct DurabilityTests {
         }
     }
 
+    @Test("a commit that fails is retried with later changes; its answer waits until it is durable")
+    func failedCommitsAreRetried() throws {
+        let directory = try TemporaryDirectory()
+        let server = try TestServer { $0.dataDir = directory.path }
+        defer { server.stop() }
+        let client = server.client()
+        defer { client.close() }
+        try client.createObject("a", values: ["n": 0])
+        // Another connection takes SQLite's write lock: the committer's transactions fail
+        // (SQLITE_BUSY after its 1 s busy timeout), as they would on a full or failing disk.
+        let blocker = try SQLiteDatabase(path: directory.path + "/" + StoreDatabase.fileName)
+        try blocker.execute("BEGIN IMMEDIATE")
+        let answered = Locked<Int?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let port = server.port
+        Thread.detachNewThread {
+            let writer = TestClient(port: port)
+            let status = try? writer.send("PUT", "/v1/objects/a/values/n", json: ["value": 1]).status
+            answered.withLock { $0 = status ?? -1 }
+            writer.close()
+            done.signal()
+        }
+        func aCommitFailed() throws -> Bool {
+            !(try client.get("/metrics").text.contains("\nobs_commit_failures_total 0\n"))
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try !aCommitFailed(), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(try aCommitFailed())
+        #expect(answered.withLock { $0 } == nil, "no answer before the change is durable")
+        try blocker.execute("ROLLBACK")
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(answered.withLock { $0 } == 200)
+        let image = try StoreDatabase(directory: directory.path).load()
+        #expect(try Store(restoring: image).value(of: "a", at: "n").value == 1)
+    }
+
     @Test("every answered write is on disk when the answer arrives")
     func answeredMeansDurable() throws {
         let directory = try TemporaryDirectory()
