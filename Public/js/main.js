@@ -144,6 +144,7 @@ function onAdminEvent(kind, data, id) {
 async function refetch() {
   const mine = ++generation;
   buffered = [];
+  $("dashboard").setAttribute("aria-busy", "true");
   try {
     const snapshot = await fetchSnapshot(api);
     if (mine !== generation) return;
@@ -151,6 +152,7 @@ async function refetch() {
     const queued = buffered;
     buffered = null;
     for (const [kind, data] of queued) model.apply(kind, data);
+    $("dashboard").setAttribute("aria-busy", "false");
   } catch (error) {
     if (mine !== generation) return;
     const problem = error instanceof ApiError ? tokenProblem(error) : null;

@@ -19,9 +19,16 @@ def wait(browser, timeout=5):
 
 
 def open_dashboard(browser, server):
-    """Opens the page and waits until its admin stream is live."""
+    """Opens the page and waits until its admin stream is live and its first snapshot is in."""
     browser.get(server.url + "/")
     wait(browser, 10).until(EC.text_to_be_present_in_element((By.ID, "connection"), "live"))
+    wait(browser, 10).until(EC.text_to_be_present_in_element_attribute((By.ID, "dashboard"), "aria-busy", "false"))
+
+
+def shown(browser, selector, text, timeout=5):
+    """Waits until the first element matching `selector` shows `text` (found afresh each time:
+    the page redraws elements, so a kept reference can go stale)."""
+    wait(browser, timeout).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, selector), text))
 
 
 def gone(by, selector):
@@ -47,10 +54,11 @@ def test_object_created_over_the_api_appears_within_one_second(server_factory, b
     open_dashboard(browser, server)
     started = time.monotonic()
     created(server, "/v1/objects", {"id": "acct-1", "values": {"balance": 100, "owner": {"$ref": "p1"}}})
-    row = wait(browser, 1).until(EC.presence_of_element_located((By.CSS_SELECTOR, 'tr[data-object="acct-1"]')))
+    wait(browser, 1).until(EC.presence_of_element_located((By.CSS_SELECTOR, 'tr[data-object="acct-1"]')))
     assert time.monotonic() - started < 1.0
-    assert "balance: 100" in row.text and "→ p1" in row.text
-    assert browser.find_element(By.ID, "count-objects").text == "2"
+    shown(browser, 'tr[data-object="acct-1"]', "balance: 100")
+    shown(browser, 'tr[data-object="acct-1"]', "→ p1")
+    shown(browser, "#count-objects", "2")
 
 
 def test_registrations_by_another_client_appear_and_disappear_as_edges(server_factory, browser):
@@ -63,16 +71,14 @@ def test_registrations_by_another_client_appear_and_disappear_as_edges(server_fa
         server, f"/v1/observers/{observer['id']}/observations",
         {"object": "acct-1", "keyPath": "balance", "options": ["new", "old"]},
     )["observations"][0]
-    edge = wait(browser).until(EC.presence_of_element_located(
-        (By.CSS_SELECTOR, f'g.edge[data-registration="{observation["id"]}"]')))
-    assert edge.get_attribute("data-observer") == observer["id"]
-    assert edge.get_attribute("data-object") == "acct-1"
-    assert "balance [new,old]" in edge.find_element(By.TAG_NAME, "text").text
+    edge = f'g.edge[data-registration="{observation["id"]}"][data-observer="{observer["id"]}"][data-object="acct-1"]'
+    wait(browser).until(EC.presence_of_element_located((By.CSS_SELECTOR, edge)))
+    shown(browser, f"{edge} text", "balance [new,old]")
 
     subscription = created(server, f"/v1/observers/{observer['id']}/subscriptions", {"name": "UserDidLogin"})
     wait(browser).until(EC.presence_of_element_located(
         (By.CSS_SELECTOR, f'g.edge[data-subscription="{subscription["id"]}"]')))
-    assert browser.find_element(By.CSS_SELECTOR, 'g.node.notification').text.startswith("UserDidLogin")
+    shown(browser, "g.node.notification", "UserDidLogin")
 
     # A change along the edge lights it up briefly.
     server.request("PUT", "/v1/objects/acct-1/values/balance", {"value": 2})
@@ -111,9 +117,7 @@ def test_value_set_from_the_page_reaches_the_clients_stream_and_the_feed(server_
         _, _, record = stream.wait_for(lambda event, _, data: event == "change" and data["keyPath"] == "balance")
         assert (record["old"], record["new"], record["kind"]) == (1, 42, "setting")
         wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#object-form .result"), "revision"))
-        entry = wait(browser).until(EC.presence_of_element_located(
-            (By.CSS_SELECTOR, '#feed li[data-kind="valueChanged"][data-object="acct-1"]')))
-        assert "acct-1.balance = 42" in entry.text
+        shown(browser, '#feed li[data-kind="valueChanged"][data-object="acct-1"]', "acct-1.balance = 42")
         wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, 'tr[data-object="acct-1"]'), "balance: 42"))
 
         # A to-many mutation from the page arrives as an insertion record.
@@ -192,8 +196,7 @@ def test_an_observer_whose_lease_expires_disappears(server_factory, browser):
     wait(browser).until(EC.presence_of_element_located((By.CSS_SELECTOR, f'g.edge[data-observer="{observer["id"]}"]')))
     wait(browser, 6).until(gone(*row))
     assert not browser.find_elements(By.CSS_SELECTOR, f'g[data-observer="{observer["id"]}"]')
-    entry = browser.find_element(By.CSS_SELECTOR, '#feed li[data-kind="observerRemoved"]')
-    assert "expired" in entry.text
+    shown(browser, '#feed li[data-kind="observerRemoved"]', "expired")
 
 
 def test_token_flow(server_factory, browser):
