@@ -248,6 +248,7 @@ function stopWatching() {
 $("watch-close").addEventListener("click", stopWatching);
 
 async function deleteObserver(id) {
+  if (!window.confirm(`Delete observer ${id} and everything it observes and subscribes to?`)) return;
   try {
     await api.delete(`/v1/observers/${encodeURIComponent(id)}`);
     if (watched && watched.path.includes(encodeURIComponent(id))) stopWatching();

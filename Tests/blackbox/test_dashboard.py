@@ -368,3 +368,28 @@ def test_accessibility_basics(server_factory, browser):
     browser.switch_to.active_element.send_keys("\n")
     wait(browser).until(EC.visibility_of_element_located((By.ID, "watch-panel")))
     assert browser.switch_to.active_element.get_attribute("id") == "watch-close"
+
+
+def test_deleting_from_the_page_asks_first(server_factory, browser):
+    server = server_factory().start()
+    created(server, "/v1/objects", {"id": "keep"})
+    created(server, "/v1/objects", {"id": "drop"})
+    observer = created(server, "/v1/observers", {"name": "doomed"})
+    open_dashboard(browser, server)
+    form = browser.find_element(By.ID, "object-form")
+    fill(form, "object", "keep")
+    form.find_element(By.CSS_SELECTOR, 'button[value="delete"]').click()
+    wait(browser).until(EC.alert_is_present()).dismiss()
+    shown(browser, "#object-form .result", "not deleted")
+    assert server.request("GET", "/v1/objects/keep")[0] == 200
+
+    fill(form, "object", "drop")
+    form.find_element(By.CSS_SELECTOR, 'button[value="delete"]').click()
+    wait(browser).until(EC.alert_is_present()).accept()
+    shown(browser, "#object-form .result", "drop deleted")
+    wait(browser).until(gone(By.CSS_SELECTOR, 'tr[data-object="drop"]'))
+
+    browser.find_element(By.CSS_SELECTOR, f'tr[data-observer="{observer["id"]}"] button.danger').click()
+    wait(browser).until(EC.alert_is_present()).accept()
+    wait(browser).until(gone(By.CSS_SELECTOR, f'tr[data-observer="{observer["id"]}"]'))
+    assert server.request("GET", f"/v1/observers/{observer['id']}")[0] == 404

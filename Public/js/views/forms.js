@@ -37,6 +37,7 @@ export class FormsView {
     const id = required(field("object"), "an object id");
     const base = `/v1/objects/${segment(id)}`;
     if (op === "delete") {
+      if (!window.confirm(`Delete object ${id}? Its observers get "cancelled".`)) return "not deleted";
       const answer = await this.api.delete(base);
       return answer?.state === "releasePending"
         ? `${id}: release pending, retained by ${answer.retainedBy.join(", ")}`
