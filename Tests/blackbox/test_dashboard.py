@@ -393,3 +393,17 @@ def test_deleting_from_the_page_asks_first(server_factory, browser):
     wait(browser).until(EC.alert_is_present()).accept()
     wait(browser).until(gone(By.CSS_SELECTOR, f'tr[data-observer="{observer["id"]}"]'))
     assert server.request("GET", f"/v1/observers/{observer['id']}")[0] == 404
+
+
+def test_the_feed_pauses_and_catches_up(server_factory, browser):
+    server = server_factory().start()
+    created(server, "/v1/objects", {"id": "acct-1", "values": {"n": 0}})
+    open_dashboard(browser, server)
+    pause = browser.find_element(By.ID, "feed-pause")
+    pause.click()
+    assert pause.get_attribute("aria-pressed") == "true"
+    server.request("PUT", "/v1/objects/acct-1/values/n", {"value": 7})
+    shown(browser, 'tr[data-object="acct-1"]', "n: 7")  # the other views stay live
+    assert not browser.find_elements(By.CSS_SELECTOR, '#feed li[data-kind="valueChanged"]')
+    pause.click()
+    shown(browser, '#feed li[data-kind="valueChanged"]', "acct-1.n = 7")

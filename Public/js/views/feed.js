@@ -3,7 +3,7 @@
 
 import { brief, el, schedule } from "../frame.js";
 
-const KEEP = 2000;
+const KEEP = 2000; // at most 1.5 × KEEP between trims
 const SHOW = 300;
 
 export class FeedView {
@@ -31,9 +31,10 @@ export class FeedView {
   add(kind, data, id) {
     const entry = { kind, data, id, at: new Date() };
     this.entries.push(entry);
-    if (this.entries.length > KEEP) this.entries.splice(0, this.entries.length - KEEP);
+    if (this.entries.length > KEEP * 1.5) this.entries.splice(0, this.entries.length - KEEP); // trim in bulk
+    if (this.paused) return; // resuming rebuilds from `entries`
     this.pending.push(entry);
-    if (!this.paused) schedule(this.render);
+    schedule(this.render);
   }
 
   refilter() {
