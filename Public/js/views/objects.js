@@ -21,7 +21,10 @@ export class ObjectsView {
     this.open = new Map(); // object id → set of expanded key paths (kept across redraws)
     this.render = this.render.bind(this);
     model.on("object", (id) => this.mark(id));
-    model.on("objectRemoved", (id) => this.mark(id));
+    model.on("objectRemoved", (id) => {
+      this.open.delete(id);
+      this.mark(id);
+    });
     model.on("reset", () => {
       this.rows.clear();
       this.shown = [];
