@@ -39,7 +39,7 @@ new ObjectsView(
 new ObserversView($("observers-body"), model, { onWatch: watch, onDelete: deleteObserver });
 
 let adminStream = null;
-let watched = null;
+let watched = null; // {id, stream}: the observer whose own stream the page shows
 let buffered = null; // admin events that arrive while a snapshot is being fetched
 let generation = 0;
 let pollTimer = null;
@@ -224,7 +224,7 @@ function watch(observerID) {
       el("span", { class: "eid" }, id ? `#${id}` : ""), el("span", { class: "kind" }, kind), describe(kind, data)));
     while (list.childElementCount > WATCH_KEEP) list.lastElementChild.remove();
   };
-  watched = new LiveStream(api, `/v1/observers/${encodeURIComponent(observerID)}/events`, OBSERVER_EVENTS, {
+  const stream = new LiveStream(api, `/v1/observers/${encodeURIComponent(observerID)}/events`, OBSERVER_EVENTS, {
     event: add,
     reset: (data) => add("reset", data, null),
     closed: async () => {
@@ -235,12 +235,13 @@ function watch(observerID) {
       return checkAccess();
     },
   });
-  watched.start();
+  watched = { id: observerID, stream };
+  stream.start();
   $("watch-close").focus();
 }
 
 function stopWatching() {
-  watched?.stop();
+  watched?.stream.stop();
   watched = null;
   $("watch-panel").hidden = true;
 }
@@ -251,7 +252,7 @@ async function deleteObserver(id) {
   if (!window.confirm(`Delete observer ${id} and everything it observes and subscribes to?`)) return;
   try {
     await api.delete(`/v1/observers/${encodeURIComponent(id)}`);
-    if (watched && watched.path.includes(encodeURIComponent(id))) stopWatching();
+    if (watched?.id === id) stopWatching();
   } catch (error) {
     showAlert(`Deleting ${id} failed: ${error.readable ?? error.message}`);
   }

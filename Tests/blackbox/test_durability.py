@@ -4,6 +4,8 @@ import http.client
 import threading
 import time
 
+from conftest import EventStreamReader
+
 WRITERS = 6
 LOAD_SECONDS = 2.0
 
@@ -33,22 +35,6 @@ def writer(server, index, acknowledged, stop):
         pass  # the server was killed
 
 
-def stream_reader(server, observer_id, seen):
-    """Reads the observer's event stream, noting every id received, until the connection dies."""
-    connection = server.connection(timeout=30)
-    try:
-        connection.request("GET", f"/v1/observers/{observer_id}/events")
-        response = connection.getresponse()
-        while True:
-            line = response.fp.readline()
-            if not line:
-                return
-            if line.startswith(b"id: "):
-                seen.append(int(line[4:]))
-    except (OSError, http.client.HTTPException, ValueError):
-        pass
-
-
 def test_sigkill_loses_no_answered_write(server_factory, tmp_path):
     server = server_factory(data_dir=tmp_path / "data").start()
     for index in range(WRITERS):
@@ -63,9 +49,8 @@ def test_sigkill_loses_no_answered_write(server_factory, tmp_path):
 
     acknowledged = [{"n": 0, "ab": 0, "created": []} for _ in range(WRITERS)]
     stop = threading.Event()
-    seen_ids = []
+    stream = EventStreamReader(server, f"/v1/observers/{observer['id']}/events")
     threads = [threading.Thread(target=writer, args=(server, i, acknowledged, stop)) for i in range(WRITERS)]
-    threads.append(threading.Thread(target=stream_reader, args=(server, observer["id"], seen_ids)))
     for thread in threads:
         thread.start()
     time.sleep(LOAD_SECONDS)
@@ -73,6 +58,9 @@ def test_sigkill_loses_no_answered_write(server_factory, tmp_path):
     stop.set()
     for thread in threads:
         thread.join(timeout=10)
+    stream.thread.join(timeout=10)  # the kill ended the stream
+    stream.close()
+    seen_ids = [event_id for _, event_id, _ in stream.events if event_id is not None]
     assert sum(a["n"] for a in acknowledged) > 50, "the load did not get going"
 
     restarted = server_factory(data_dir=tmp_path / "data").start()

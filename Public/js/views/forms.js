@@ -3,7 +3,6 @@
 // success or error, is shown next to the form that asked.
 
 import { ApiError, segment } from "../api.js";
-import { el } from "../frame.js";
 
 export class FormsView {
   constructor(root, api, { onClassesChanged }) {
@@ -33,7 +32,7 @@ export class FormsView {
   }
 
   async changeObject(form, op) {
-    const { field, text } = reader(form);
+    const { field } = reader(form);
     const id = required(field("object"), "an object id");
     const base = `/v1/objects/${segment(id)}`;
     if (op === "delete") {
@@ -66,7 +65,7 @@ export class FormsView {
   }
 
   async createClass(form) {
-    const { field, text } = reader(form);
+    const { field } = reader(form);
     const name = required(field("name"), "a class name");
     await this.api.put(`/v1/classes/${segment(name)}`, { properties: json(field("properties"), "the properties") });
     this.onClassesChanged();
@@ -115,18 +114,15 @@ export class FormsView {
 /** Runs one form action and shows its outcome in the form's status line. */
 async function run(form, action) {
   const result = form.querySelector(".result");
-  const button = form.querySelector("button[type=submit]:focus") ?? null;
   result.className = "result";
   result.textContent = "…";
   try {
     const said = await action();
     result.className = "result ok";
-    result.replaceChildren(el("span", {}, said));
+    result.textContent = said;
   } catch (error) {
     result.className = "result error";
     result.textContent = error instanceof ApiError ? error.readable : error.message;
-  } finally {
-    button?.focus();
   }
 }
 

@@ -10,7 +10,7 @@ import ObservationCore
 struct JSONBody {
     let members: JSONObject
 
-    init(_ request: HTTPRequest, allowed: [String], maxStringBytes: Int = .max) throws {
+    init(_ request: HTTPRequest, allowed: [String], maxStringBytes: Int) throws {
         if let contentType = request.headers.contentType, !Self.isJSON(contentType) {
             throw APIError.unsupportedMediaType(contentType)
         }
