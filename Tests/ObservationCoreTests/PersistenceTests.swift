@@ -112,6 +112,35 @@ struct PersistenceTests {
         #expect(store.journalSequence == 50)
     }
 
+    @Test("an event stores its observer's last id in a small row of its own; ids continue from it")
+    func lastEventIDRows() throws {
+        let store = try Store(restoring: PersistedImage())
+        var table = RowTable()
+        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        let id = try store.createObserver(ObserverSettings()).observer.id
+        _ = try store.observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        table.apply(store.takeJournalBatch())
+        for value in 1...5 { _ = try store.setValue(.int(value), of: "a", at: "n") }
+        let batch = store.takeJournalBatch()
+        let rows = batch.rows()
+        #expect(Set(rows.map { "\($0.kind.rawValue)/\($0.id)" }) == ["object/a", "lastEventId/\(id)"])
+        #expect(rows.first { $0.kind == .lastEventID }?.document == Array(#"{"lastEventId":5}"#.utf8))
+        table.apply(batch)
+
+        let restored = try Store(restoring: table.image)
+        #expect(try restored.observer(id).lastEventID == 5)
+        let log = try restored.openStream(of: id)
+        _ = try restored.setValue(6, of: "a", at: "n")
+        #expect(log.lastID == 6)
+
+        // Removing the observer removes its row too; a row without its observer is refused.
+        _ = try store.deleteObserver(id)
+        table.apply(store.takeJournalBatch())
+        #expect(table.image.rows.allSatisfy { $0.id != id })
+        let orphan = PersistedRow(kind: .lastEventID, id: "obs_gone", document: Array(#"{"lastEventId":1}"#.utf8))
+        #expect(throws: PersistenceError.self) { try Store(restoring: PersistedImage(rows: [orphan])) }
+    }
+
     @Test("the journal's wake-up call costs the same on the 20,000th change as on the first")
     func journalSignalStaysCheap() throws {
         // A bare closure kept as a lock's generic state was re-wrapped in a reabstraction thunk by

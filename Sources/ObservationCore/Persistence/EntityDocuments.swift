@@ -33,6 +33,8 @@ extension JournalBatch.Entity {
                 "object": subscription.target.object.map(JSON.string) ?? .null,
                 "createdAt": .int(Int(subscription.createdAt.milliseconds)), "sequence": .int(subscription.sequence),
             ]
+        case .lastEventID(let lastID):
+            return ["lastEventId": .int(lastID)]
         }
     }
 }

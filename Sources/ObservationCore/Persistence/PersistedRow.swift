@@ -44,6 +44,7 @@ public struct JournalBatch: Sendable {
         case observer(ObserverRecord)
         case registration(Registration)
         case subscription(Subscription)
+        case lastEventID(Int)
     }
 
     /// Every change up to this journal sequence is in the batch.

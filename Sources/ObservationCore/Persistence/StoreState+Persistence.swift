@@ -13,13 +13,14 @@ extension StoreState {
             logs: logs.map { ($0, $0.lastID) })
     }
 
-    private func entity(_ kind: EntityKind, _ id: String) -> JournalBatch.Entity? {
+    private mutating func entity(_ kind: EntityKind, _ id: String) -> JournalBatch.Entity? {
         switch kind {
         case .class: classes[id].map { .class($0) }
         case .object: objects[id].map { .object($0, pendingRelease: pendingRelease.contains(id)) }
         case .observer: observers[id].map { .observer($0) }
         case .registration: registrations[id].map { .registration($0) }
         case .subscription: subscriptions[id].map { .subscription($0) }
+        case .lastEventID: observers.inPlace(id) { .lastEventID($0.log.lastID) }
         }
     }
 
@@ -31,6 +32,7 @@ extension StoreState {
         for document in byKind[.class] ?? [] { try restoreClass(document) }
         for document in byKind[.object] ?? [] { try restoreObject(document) }
         for document in byKind[.observer] ?? [] { try restoreObserver(document, at: now) }
+        for document in byKind[.lastEventID] ?? [] { try restoreLastEventID(document) }
         var registrationRows: [(Int, StoredDocument)] = []
         for document in byKind[.registration] ?? [] {
             registrationRows.append((try document.int("sequence"), document))
@@ -77,6 +79,14 @@ extension StoreState {
         observers[id] = record
         observersByToken[record.token] = id
         leaseDeadlines.push(deadline, id)
+    }
+
+    /// An observer's ids continue after the last one stored (its document may hold an older one).
+    private mutating func restoreLastEventID(_ document: StoredDocument) throws(PersistenceError) {
+        let id = document.row.id
+        guard let log = observers[id]?.log else { throw document.failure("its observer \(id) is not stored") }
+        let lastID = try document.int("lastEventId")
+        if lastID > log.lastID { log.continueAfter(lastID) }
     }
 
     private mutating func restoreRegistration(_ document: StoredDocument, sequence: Int) throws(PersistenceError) {

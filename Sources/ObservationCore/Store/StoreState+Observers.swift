@@ -75,6 +75,7 @@ extension StoreState {
         }
         observers[id] = nil
         journal.mark(.observer, id)
+        journal.mark(.lastEventID, id)
         observersByToken[observer.token] = nil
         observer.log.close()
         touchedLogs[ObjectIdentifier(observer.log)] = observer.log

@@ -25,7 +25,7 @@ extension StoreState {
 
     /// Registrations a set of writes affects, each with the policy that governs it
     /// (the most eager of the policies of the keys written).
-    func affected(by writes: [Write]) -> [String: NotifyPolicy] {
+    mutating func affected(by writes: [Write]) -> [String: NotifyPolicy] {
         var result: [String: NotifyPolicy] = [:]
         for write in writes {
             guard let byKey = dependents[write.location.objectID] else { continue }
@@ -36,12 +36,11 @@ extension StoreState {
                 candidates = byKey.values.reduce(into: Set<String>()) { $0.formUnion($1) }
             }
             for id in candidates {
-                guard let registration = registrations[id] else { continue }
-                if !write.location.keys.isEmpty,
-                    !registration.dependencies.contains(where: { !$0.keys.isEmpty && $0.overlaps(write.location) })
-                {
-                    continue
+                let reads = registrations.inPlace(id) { registration in
+                    write.location.keys.isEmpty
+                        || registration.dependencies.contains { !$0.keys.isEmpty && $0.overlaps(write.location) }
                 }
+                guard reads == true else { continue }
                 result[id] = Self.eager(result[id], write.policy)
             }
         }
@@ -59,9 +58,11 @@ extension StoreState {
     mutating func propagate(_ writes: [Write], revision: Int, toMany: ToManyChange? = nil) {
         let affected = affected(by: writes)
         guard !affected.isEmpty else { return }
-        let ordered = affected.keys.compactMap { registrations[$0] }.sorted { $0.sequence < $1.sequence }
         var batch = RecordBatch()
-        for var registration in ordered {
+        for id in inCreationOrder(affected.keys) {
+            // Moved out and back in (not copied): a copy retains every field of the record.
+            guard var registration = registrations.removeValue(forKey: id) else { continue }
+            defer { registrations[id] = registration }
             let old = registration.value
             let (new, trace) = evaluate(registration)
             rebind(&registration, to: trace)
@@ -71,9 +72,18 @@ extension StoreState {
                 registration.notifiedValue = new
                 batch.add(registration, old: old, new: new, revision: revision, toMany: toMany)
             }
-            registrations[registration.id] = registration
         }
         append(batch)
+    }
+
+    /// Registration ids sorted by creation (the order of records within one change).
+    private mutating func inCreationOrder(_ ids: some Sequence<String>) -> [String] {
+        var keyed: [(sequence: Int, id: String)] = []
+        for id in ids {
+            if let sequence = registrations.inPlace(id, { $0.sequence }) { keyed.append((sequence, id)) }
+        }
+        keyed.sort { $0.sequence < $1.sequence }
+        return keyed.map(\.id)
     }
 
     /// `didChangeValueForKey:` for the registrations of `id` on `keyPaths`: one record each, with
@@ -126,10 +136,10 @@ extension StoreState {
 
     /// Appends an event to an observer's log and marks the log to be woken.
     mutating func appendEvent(_ name: String, _ bytes: [UInt8], to observerID: String) {
-        guard let log = observers[observerID]?.log else { return }
+        guard let log = observers.inPlace(observerID, { $0.log }) else { return }
         log.append(name, bytes)
         touchedLogs[ObjectIdentifier(log)] = log
-        journal.mark(.observer, observerID)  // its last event id
+        journal.mark(.lastEventID, observerID)
     }
 
     /// Appends an event to the admin stream.
