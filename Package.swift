@@ -26,6 +26,7 @@ let package = Package(
             name: "CMicroHTTPD",
             linkerSettings: [.linkedLibrary("microhttpd")]
         ),
+        .target(name: "CLinux"),
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
@@ -38,6 +39,7 @@ let package = Package(
         .executableTarget(
             name: "ObsServer",
             dependencies: [
+                "CLinux",
                 "CMicroHTTPD",
                 "CSQLite",
                 "ObservationCore",

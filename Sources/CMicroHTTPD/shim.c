@@ -28,6 +28,15 @@ static void cmhd_log_trampoline(void *cls, const char *format, va_list arguments
     sink(cls, message);
 }
 
+static size_t cmhd_keep_escaped(void *cls, struct MHD_Connection *connection, char *text) {
+    // Why: libmicrohttpd percent-decodes the whole path into a C string, so `%00` cut it short and
+    // `%2F` became a separator. The path and query arguments stay raw here; the Swift side splits
+    // the path at `/` first and decodes each segment (and each query argument) on its own.
+    (void)cls;
+    (void)connection;
+    return strlen(text);
+}
+
 struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const char **error_out) {
     // Why: MHD_start_daemon is variadic; a fixed option array through
     // MHD_OPTION_ARRAY keeps every option typed on the C side.
@@ -52,7 +61,7 @@ struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const cha
             return NULL;
         }
     }
-    struct MHD_OptionItem options[10];
+    struct MHD_OptionItem options[12];
     size_t count = 0;
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)config->completed,
                                                config->completed_context};
@@ -62,6 +71,11 @@ struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const cha
                                                NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, config->listen_backlog, NULL};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)cmhd_keep_escaped, NULL};
+    if (config->per_ip_connection_limit > 0) {
+        options[count++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                                   config->per_ip_connection_limit, NULL};
+    }
     if (config->log_sink != NULL) {
         __atomic_store_n(&cmhd_log_sink, config->log_sink, __ATOMIC_RELEASE);
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)cmhd_log_trampoline,
@@ -78,6 +92,12 @@ struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const cha
         *error_out = "could not start (is the port in use, or the address not local?)";
     }
     return daemon;
+}
+
+int cmhd_connection_socket(struct MHD_Connection *connection) {
+    // Why: MHD_get_connection_info is variadic.
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
 }
 
 uint16_t cmhd_bound_port(struct MHD_Daemon *daemon) {

@@ -20,6 +20,8 @@ typedef struct {
     unsigned int connection_limit;
     unsigned int connection_memory_limit;
     unsigned int connection_timeout;
+    /// Most simultaneous connections from one client address (0: no limit).
+    unsigned int per_ip_connection_limit;
     unsigned int listen_backlog;
     MHD_AccessHandlerCallback _Nonnull handler;
     void *_Nullable handler_context;
@@ -34,6 +36,9 @@ typedef struct {
 /// set to a short static description (bad address, or the bind failed).
 struct MHD_Daemon *_Nullable cmhd_start_daemon(const cmhd_daemon_config *_Nonnull config,
                                                const char *_Nullable *_Nonnull error_out);
+
+/// The socket of a connection (for watching it and setting TCP options on it), or -1.
+int cmhd_connection_socket(struct MHD_Connection *_Nonnull connection);
 
 /// The port the daemon listens on (useful after binding port 0).
 uint16_t cmhd_bound_port(struct MHD_Daemon *_Nonnull daemon);

@@ -23,24 +23,28 @@ extension ServiceAPI {
             resumeAfter = value
         }
         let log = try store.openStream(of: observerID)
-        var cursor = log.oldestID - 1
+        var cursor: Int
         var prelude: [Event] = []
-        if let resumeAfter {
-            if resumeAfter + 1 >= log.oldestID, resumeAfter <= log.lastID {
-                cursor = resumeAfter
-            } else {
-                // The resume point is gone: reset, then (for an observer) the state to rebuild from.
-                cursor = log.lastID
-                prelude.append(
-                    Event(
-                        id: 0, name: "reset",
-                        data: JSON.object([
-                            "reason": "gap", "oldestAvailable": .int(log.oldestID),
-                        ]).encoded()))
-                if let observerID { prelude += store.rebuildRecords(of: observerID) }
+        var rebuild: RebuildSource?
+        switch log.resumePoint(after: resumeAfter) {
+        case .after(let id):
+            cursor = id
+        case .reset(let oldestAvailable, let last):
+            // The resume point is gone: reset, then (for an observer) the state to rebuild from.
+            cursor = last
+            prelude.append(
+                Event(
+                    id: 0, name: "reset",
+                    data: JSON.object(["reason": "gap", "oldestAvailable": .int(oldestAvailable)]).encoded()))
+            if let observerID {
+                rebuild = RebuildSource { [store] after, maxBytes in
+                    store.rebuildRecords(of: observerID, after: after, maxBytes: maxBytes)
+                }
             }
         }
-        let stream = EventStream(log: log, cursor: cursor, prelude: prelude, counters: hub.counters) {
+        let stream = EventStream(
+            log: log, cursor: cursor, prelude: prelude, rebuild: rebuild, counters: hub.counters
+        ) {
             [store, hub, timer] stream in
             hub.remove(stream)
             store.closeStream(of: observerID)

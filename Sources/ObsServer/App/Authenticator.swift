@@ -37,21 +37,28 @@ struct Authenticator: Sendable {
         return request.stringQuery("access_token")
     }
 
+    /// Decided on the decoded segments, as the router sees them.
     private func mayUse(_ request: HTTPRequest, _ observerID: String) -> Bool {
-        let own = "/v1/observers/\(observerID)"
-        if request.path == own || request.path.hasPrefix(own + "/") { return true }
+        let segments = request.segments
+        guard segments.count >= 2, segments[0] == "v1" else { return false }
+        if segments.count >= 3, segments[1] == "observers", segments[2] == observerID { return true }
         guard request.method == .get || request.method == .head else { return false }
-        return ["/v1/objects", "/v1/classes"].contains { request.path == $0 || request.path.hasPrefix($0 + "/") }
+        return segments[1] == "objects" || segments[1] == "classes"
     }
 
     private func isEventStream(_ request: HTTPRequest) -> Bool {
-        request.method == .get && (request.path == "/v1/events" || request.path.hasSuffix("/events"))
+        let segments = request.segments
+        return request.method == .get
+            && (segments == ["v1", "events"]
+                || (segments.count == 4 && segments[0] == "v1" && segments[1] == "observers"
+                    && segments[3] == "events"))
     }
 
     private func isOpen(_ request: HTTPRequest) -> Bool {
         guard request.method == .get || request.method == .head else { return false }
-        if request.path == "/healthz" || request.path == "/openapi.json" { return true }
-        return !request.path.hasPrefix("/v1/") && request.path != "/v1" && request.path != "/metrics"
+        let segments = request.segments
+        if segments == ["healthz"] || segments == ["openapi.json"] { return true }
+        return segments.first != "v1" && segments != ["metrics"]
     }
 
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

@@ -27,11 +27,24 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
     @Option(help: "HTTP worker threads (default: usable cores).") var threads: Int?
     @Option(help: "Largest request body in bytes.") var maxBodyBytes: Int?
-    @Option(help: "Longest JSON string (value or member name) in a request body, in bytes.") var maxStringBytes: Int?
+    @Option(help: "Longest JSON string (value or member name) in a request body, in bytes (default: the body limit).")
+    var maxStringBytes: Int?
     @Option(help: "Most objects the server holds.") var maxObjects: Int?
     @Option(help: "Most observers the server holds.") var maxObservers: Int?
     @Option(help: "Most observations and subscriptions per observer.") var maxRegistrationsPerObserver: Int?
     @Option(help: "Most open event streams, the admin stream included.") var maxStreams: Int?
+    @Option(help: "Bytes of events each observer's replay buffer keeps (default 4 MiB).") var maxReplayBytes: Int?
+    @Option(help: "Bytes of events the admin stream's buffer keeps (default 64 MiB).") var maxAdminReplayBytes: Int?
+    @Option(help: "Postings the asap and idle queues hold together (default 10000).") var maxQueuedNotifications: Int?
+    @Option(help: "Bytes of postings the asap and idle queues hold together (default 16 MiB).")
+    var maxQueuedNotificationBytes: Int?
+    @Option(help: "Most open connections (default: --max-streams + 1024).") var maxConnections: Int?
+    @Option(help: "Most open connections from one client address (default 0: no limit).")
+    var maxConnectionsPerAddress: Int?
+    @Option(help: "Seconds without progress before a connection is closed (default 60).") var connectionTimeout: Int?
+    @Option(help: "Seconds TCP keeps trying a stream client that does not answer (default 30).") var peerTimeout: Int?
+    @Option(help: "Seconds between keep-alive comments on an idle event stream, 1–15 (default 15).")
+    var heartbeatInterval: Int?
 
     func run() throws {
         let config = try makeConfig(environment: ProcessInfo.processInfo.environment)
@@ -92,14 +105,27 @@ struct ObsServerCommand: ParsableCommand {
             config.logLevel = parsed
         }
         config.threads = try pick(threads, "threads")
-        if let value = try pick(maxBodyBytes, "max-body-bytes") { config.maxBodyBytes = value }
-        if let value = try pick(maxObjects, "max-objects") { config.maxObjects = value }
-        if let value = try pick(maxObservers, "max-observers") { config.maxObservers = value }
-        if let value = try pick(maxRegistrationsPerObserver, "max-registrations-per-observer") {
-            config.maxRegistrationsPerObserver = value
+        let integers: [(Int?, String, WritableKeyPath<ServerConfig, Int>)] = [
+            (maxBodyBytes, "max-body-bytes", \.maxBodyBytes), (maxObjects, "max-objects", \.maxObjects),
+            (maxObservers, "max-observers", \.maxObservers),
+            (maxRegistrationsPerObserver, "max-registrations-per-observer", \.maxRegistrationsPerObserver),
+            (maxStreams, "max-streams", \.maxStreams), (maxReplayBytes, "max-replay-bytes", \.maxReplayBytes),
+            (maxAdminReplayBytes, "max-admin-replay-bytes", \.maxAdminReplayBytes),
+            (maxQueuedNotifications, "max-queued-notifications", \.maxQueuedNotifications),
+            (maxQueuedNotificationBytes, "max-queued-notification-bytes", \.maxQueuedNotificationBytes),
+            (maxConnectionsPerAddress, "max-connections-per-address", \.maxConnectionsPerAddress),
+            (connectionTimeout, "connection-timeout", \.connectionTimeout),
+            (peerTimeout, "peer-timeout", \.peerTimeout),
+        ]
+        for (flag, name, field) in integers {
+            if let value = try pick(flag, name) { config[keyPath: field] = value }
         }
-        if let value = try pick(maxStreams, "max-streams") { config.maxStreams = value }
-        if let value = try pick(maxStringBytes, "max-string-bytes") { config.maxStringBytes = value }
+        config.maxStringBytes = try pick(maxStringBytes, "max-string-bytes")
+        config.maxConnections = try pick(maxConnections, "max-connections")
+        if let seconds = try pick(heartbeatInterval, "heartbeat-interval") {
+            guard (1...15).contains(seconds) else { throw ValidationError("--heartbeat-interval must be 1–15 seconds") }
+            config.heartbeatInterval = .seconds(seconds)
+        }
         do {
             try config.validate()
         } catch {

@@ -19,9 +19,7 @@ final class Server: Sendable {
 
     init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
-        let limits = StoreLimits(
-            maxObjects: config.maxObjects, maxObservers: config.maxObservers,
-            maxRegistrationsPerObserver: config.maxRegistrationsPerObserver, maxStreams: config.maxStreams)
+        let limits = config.limits
         let store: Store
         if let dataDir = config.dataDir {
             let directory = try DataDirectory(path: dataDir)
@@ -43,20 +41,23 @@ final class Server: Sendable {
         let metrics = RequestMetrics()
         ServiceAPI(
             store: store, counters: counters, hub: hub, timer: timer, metrics: metrics, committer: committer,
-            maxStringBytes: config.maxStringBytes
+            maxStringBytes: config.effectiveMaxStringBytes
         )
         .register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
-        let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request.path) }
+        let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request) }
         let authenticator = Authenticator(token: config.token, store: store)
         var options = HTTPDaemonOptions(
             host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes, gate: committer?.gate,
             logger: logger)
         if let threads = config.threads { options.threads = threads }
-        options.connectionLimit = max(1024, config.maxStreams + 1024)
+        options.connectionLimit = config.effectiveMaxConnections
+        options.connectionsPerAddress = config.maxConnectionsPerAddress
+        options.connectionTimeout = config.connectionTimeout
+        options.peerTimeout = .seconds(config.peerTimeout)
         options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
         let durable = committer != nil
-        self.daemon = HTTPDaemon(options: options) { request in
+        self.daemon = try HTTPDaemon(options: options) { request in
             counters.recordRequest()
             // Quiet (for idle postings) counts from the moment the answer is ready, not from arrival.
             defer { counters.recordActivity() }

@@ -16,11 +16,29 @@ struct ServerConfig: Sendable {
     var logLevel = Logger.Level.info
     var threads: Int?
     var maxBodyBytes = 1_048_576
-    var maxStringBytes = 262_144
+    /// The longest JSON string in a body; nil: the body limit, so that no body the body limit
+    /// lets through is refused for a long string (section 9).
+    var maxStringBytes: Int?
     var maxObjects = 1_000_000
     var maxObservers = 100_000
     var maxRegistrationsPerObserver = 10_000
     var maxStreams = 10_000
+    /// Bytes of events an observer's replay buffer keeps (section 7.1).
+    var maxReplayBytes = 4 << 20
+    /// Bytes of events the admin stream's buffer keeps (section 7.1).
+    var maxAdminReplayBytes = 64 << 20
+    /// Postings the `asap` and `idle` queues hold together, and their bytes.
+    var maxQueuedNotifications = 10_000
+    var maxQueuedNotificationBytes = 16 << 20
+    /// Open connections of any kind; nil: the stream limit plus 1,024 for requests.
+    var maxConnections: Int?
+    /// Open connections from one client address; 0: no limit (a load balancer is one address).
+    var maxConnectionsPerAddress = 0
+    /// Seconds without progress before a connection is closed (idle keep-alive, slow headers,
+    /// a stream client that stopped reading); parked streams never time out.
+    var connectionTimeout = 60
+    /// Seconds TCP keeps trying a silent stream client (keep-alive probes, `TCP_USER_TIMEOUT`).
+    var peerTimeout = 30
     /// How often an idle event stream gets a `: keep-alive` comment (the contract: at most 15 s).
     var heartbeatInterval: Duration = .seconds(15)
     /// How long the server must go without a request before `idle` postings go out (the contract: 50 ms).
@@ -31,6 +49,17 @@ struct ServerConfig: Sendable {
         host == "::1" || host.hasPrefix("127.")
     }
 
+    var limits: StoreLimits {
+        StoreLimits(
+            maxObjects: maxObjects, maxObservers: maxObservers,
+            maxRegistrationsPerObserver: maxRegistrationsPerObserver, maxStreams: maxStreams,
+            maxReplayBytes: maxReplayBytes, maxAdminReplayBytes: maxAdminReplayBytes,
+            maxQueuedNotifications: maxQueuedNotifications, maxQueuedNotificationBytes: maxQueuedNotificationBytes)
+    }
+
+    var effectiveMaxStringBytes: Int { maxStringBytes ?? maxBodyBytes }
+    var effectiveMaxConnections: Int { maxConnections ?? maxStreams + 1024 }
+
     /// Refuses settings the server cannot run with safely.
     func validate() throws(ConfigError) {
         if token == nil, !isLoopback, !allowOpen {
@@ -40,11 +69,20 @@ struct ServerConfig: Sendable {
         }
         if let token, token.isEmpty { throw ConfigError("--token must not be empty") }
         for (name, value) in [
-            ("max-body-bytes", maxBodyBytes), ("max-string-bytes", maxStringBytes), ("max-objects", maxObjects),
-            ("max-observers", maxObservers),
+            ("max-body-bytes", maxBodyBytes), ("max-string-bytes", effectiveMaxStringBytes),
+            ("max-objects", maxObjects), ("max-observers", maxObservers),
             ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams),
+            ("max-replay-bytes", maxReplayBytes), ("max-admin-replay-bytes", maxAdminReplayBytes),
+            ("max-queued-notifications", maxQueuedNotifications),
+            ("max-queued-notification-bytes", maxQueuedNotificationBytes),
+            ("max-connections", effectiveMaxConnections), ("connection-timeout", connectionTimeout),
+            ("peer-timeout", peerTimeout),
         ] where value < 1 {
             throw ConfigError("--\(name) must be at least 1")
+        }
+        if maxConnectionsPerAddress < 0 { throw ConfigError("--max-connections-per-address must be 0 or more") }
+        if heartbeatInterval <= .zero || heartbeatInterval > .seconds(15) {
+            throw ConfigError("--heartbeat-interval must be 1–15 seconds (the contract: at least every 15 s)")
         }
     }
 }

@@ -3,20 +3,26 @@ import ObservationCore
 
 /// Serves the dashboard's files from `--public-dir` (`/` is `index.html`).
 ///
-/// Only plain names below the root are served: no `..`, no hidden files.
+/// Only plain names below the root are served: no `..`, no hidden files, no empty segment,
+/// and no decoded segment holding `/`, NUL or another control character.
 struct StaticFiles: Sendable {
     let root: String
 
-    func serve(_ path: String) throws -> HTTPResponse {
-        let relative = path == "/" ? "index.html" : String(path.drop { $0 == "/" })
-        let parts = relative.split(separator: "/")
-        guard !parts.isEmpty, parts.allSatisfy({ !$0.hasPrefix(".") }),
-            let data = FileManager.default.contents(atPath: root + "/" + relative),
+    func serve(_ request: HTTPRequest) throws -> HTTPResponse {
+        let parts = request.segments.isEmpty ? ["index.html"] : request.segments
+        guard parts.allSatisfy(Self.isPlainName) else { throw APIError.routeNotFound(request.path) }
+        let relative = parts.joined(separator: "/")
+        guard let data = FileManager.default.contents(atPath: root + "/" + relative),
             !isDirectory(root + "/" + relative)
-        else { throw APIError.routeNotFound(path) }
+        else { throw APIError.routeNotFound(request.path) }
         var response = HTTPResponse(status: 200, contentType: Self.contentType(of: relative), body: Array(data))
         response.headers.append(("Cache-Control", "no-cache"))
         return response
+    }
+
+    private static func isPlainName(_ segment: String) -> Bool {
+        !segment.isEmpty && !segment.hasPrefix(".")
+            && segment.unicodeScalars.allSatisfy { $0 != "/" && $0.properties.generalCategory != .control }
     }
 
     private func isDirectory(_ path: String) -> Bool {

@@ -12,8 +12,14 @@ struct HTTPDaemonOptions: Sendable {
     var connectionLimit = 19_000
     /// Per-connection buffer memory in libmicrohttpd (small keeps idle streams cheap).
     var connectionMemoryLimit = 8 * 1024
-    /// Seconds before an idle keep-alive connection is closed.
-    var connectionTimeout = 120
+    /// Seconds without progress before a connection is closed: an idle keep-alive connection, a
+    /// client that sends its headers too slowly, a stream whose client stopped reading. Parked
+    /// connections (idle event streams, answers waiting to be durable) never time out.
+    var connectionTimeout = 60
+    /// Most simultaneous connections from one client address (0: no limit).
+    var connectionsPerAddress = 0
+    /// How long TCP keeps trying a silent stream client before the socket fails (`HangupWatcher`).
+    var peerTimeout: Duration = .seconds(30)
     var maxBodyBytes: Int
     /// What answers carrying `holdUntil` wait for (none: they go at once).
     var gate: (any ResponseGate)?
@@ -46,10 +52,13 @@ final class HTTPDaemon: Sendable {
     private let streams = Locked(OpenStreams())
     /// Connections suspended while their answer waits at the gate (`stop()` waits for them too).
     private let held = Locked(0)
+    /// Notices stream clients that hang up.
+    private let watcher: HangupWatcher
 
-    init(options: HTTPDaemonOptions, handler: @escaping Handler) {
+    init(options: HTTPDaemonOptions, handler: @escaping Handler) throws {
         self.options = options
         self.handler = handler
+        watcher = try HangupWatcher(peerTimeout: options.peerTimeout, logger: options.logger)
     }
 
     deinit {
@@ -71,7 +80,8 @@ final class HTTPDaemon: Sendable {
                     thread_pool_size: options.threads > 1 ? UInt32(options.threads) : 0,  // 1 means no pool
                     connection_limit: UInt32(options.connectionLimit),
                     connection_memory_limit: UInt32(options.connectionMemoryLimit),
-                    connection_timeout: UInt32(options.connectionTimeout), listen_backlog: 4096,
+                    connection_timeout: UInt32(options.connectionTimeout),
+                    per_ip_connection_limit: UInt32(options.connectionsPerAddress), listen_backlog: 4096,
                     handler: Self.accessHandler, handler_context: context,
                     completed: Self.completedHandler, completed_context: context,
                     log_sink: Self.logSink, log_context: context)
@@ -82,6 +92,7 @@ final class HTTPDaemon: Sendable {
                 throw HTTPDaemonError(message: "cannot listen on \(options.host):\(options.port): \(reason)")
             }
             handle = DaemonHandle(pointer: started)
+            watcher.start()
             return cmhd_bound_port(started)
         }
     }
@@ -104,6 +115,7 @@ final class HTTPDaemon: Sendable {
             usleep(2_000)  // shutdown only: streams drain in a few milliseconds
         }
         MHD_stop_daemon(handle.pointer)
+        watcher.stop()
     }
 
     // MARK: - Callbacks (C → Swift)
@@ -178,7 +190,7 @@ final class HTTPDaemon: Sendable {
         }
         if let rejection = pending.rejection { return answered(pending, rejection.response, connection) }
         let request = HTTPRequest(
-            method: HTTPMethod(rawValue: pending.method), path: pending.path, query: queryArguments(connection),
+            method: HTTPMethod(rawValue: pending.method), path: pending.path, rawQuery: queryArguments(connection),
             headers: pending.headers, body: pending.body)
         let answer = handler(request)
         if let ticket = answer.holdUntil, let gate = options.gate {
@@ -225,10 +237,16 @@ final class HTTPDaemon: Sendable {
         -> MHD_Result
     {
         let handle = ConnectionHandle(pointer: connection)
+        let socket = cmhd_connection_socket(connection)
         let stream = StreamConnection(
-            body: body, suspend: { MHD_suspend_connection(handle.pointer) },
+            body: body, socket: socket, suspend: { MHD_suspend_connection(handle.pointer) },
             resume: { MHD_resume_connection(handle.pointer) })
-        let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self)).toOpaque()
+        var watch: UInt64?
+        if socket >= 0 {
+            watcher.configure(socket: socket)
+            watch = watcher.watch(socket) { [weak stream] in stream?.abort() }
+        }
+        let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self, watch: watch)).toOpaque()
         guard let created = cmhd_create_stream_response(4 * 1024, Self.streamReader, context, Self.streamFreed) else {
             Unmanaged<StreamContext>.fromOpaque(context).release()
             return .NO
@@ -240,7 +258,8 @@ final class HTTPDaemon: Sendable {
             return true
         }
         if !registered { stream.stop() }  // the daemon is stopping: it ends at its first read
-        body.start { [weak stream] in stream?.wake() }
+        body.start(
+            StreamControl(wake: { [weak stream] in stream?.wake() }, abort: { [weak stream] in stream?.abort() }))
         MHD_add_response_header(created, "Content-Type", response.contentType)
         for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
         return MHD_queue_response(connection, UInt32(response.status), created)
@@ -253,12 +272,14 @@ final class HTTPDaemon: Sendable {
         return stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
     }
 
-    /// Called once when a stream's connection ends: releases it and tells its body.
+    /// Called once when a stream's connection ends, before libmicrohttpd closes its socket:
+    /// stops watching the socket, releases the stream and tells its body.
     private static let streamFreed: MHD_ContentReaderFreeCallback = { context in
         guard let context else { return }
         let box = Unmanaged<StreamContext>.fromOpaque(context).takeRetainedValue()
+        if let watch = box.watch { box.daemon.watcher.unwatch(box.stream.socket, token: watch) }
         box.daemon.streams.withLock { $0.open[ObjectIdentifier(box.stream)] = nil }
-        box.stream.body.finish()
+        box.stream.finish()
     }
 
     private func header(_ connection: OpaquePointer, _ name: String) -> String? {
@@ -275,6 +296,7 @@ final class HTTPDaemon: Sendable {
         return collector.arguments
     }
 
+    /// Query arguments come raw (see `cmhd_keep_escaped`); `HTTPRequest` decodes them.
     private static let queryIterator: MHD_KeyValueIterator = { context, _, key, value in
         guard let context, let key else { return .YES }
         let collector = Unmanaged<QueryCollector>.fromOpaque(context).takeUnretainedValue()
@@ -305,10 +327,13 @@ private struct OpenStreams {
 private final class StreamContext: Sendable {
     let stream: StreamConnection
     let daemon: HTTPDaemon
+    /// The hang-up watcher's token for the stream's socket.
+    let watch: UInt64?
 
-    init(stream: StreamConnection, daemon: HTTPDaemon) {
+    init(stream: StreamConnection, daemon: HTTPDaemon, watch: UInt64?) {
         self.stream = stream
         self.daemon = daemon
+        self.watch = watch
     }
 }
 

@@ -24,10 +24,73 @@ struct HTTPHeaders: Sendable {
 /// A complete HTTP request: line, the headers the service reads, query and body.
 struct HTTPRequest: Sendable {
     let method: HTTPMethod
-    /// The path, percent-decoded, without the query string.
+    /// The path as sent (still percent-encoded), without the query string.
     let path: String
+    /// The path split at `/`, then each segment percent-decoded on its own (section 1): `%2F`
+    /// is a character of its segment, never a separator, and `%00` is a NUL inside it, never
+    /// the end of the path. `/` is `[]`; empty segments (`//`, a trailing `/`) are kept.
+    let segments: [String]
     /// Query arguments, percent-decoded; a repeated name keeps its last value.
     let query: [String: String]
     let headers: HTTPHeaders
     let body: [UInt8]
+
+    /// `rawQuery`: arguments as libmicrohttpd hands them over (`+` already a space, `%XX` not decoded).
+    init(method: HTTPMethod, path: String, rawQuery: [String: String], headers: HTTPHeaders, body: [UInt8]) {
+        self.method = method
+        self.path = path
+        self.segments = PercentDecoding.segments(of: path)
+        var query: [String: String] = [:]
+        for (name, value) in rawQuery { query[PercentDecoding.decode(name)] = PercentDecoding.decode(value) }
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Percent-decoding of URL parts (RFC 3986), byte by byte.
+///
+/// A `%` not followed by two hex digits stays as it is. Decoded bytes that are not UTF-8
+/// (overlong forms included) become U+FFFD, so they can never spell a valid id or key path.
+enum PercentDecoding {
+    /// The segments of a path: `"/a/b%2Fc"` is `["a", "b/c"]`, `"/"` is `[]`.
+    static func segments(of path: String) -> [String] {
+        var utf8 = Substring(path).utf8
+        if utf8.first == UInt8(ascii: "/") { utf8 = utf8.dropFirst() }
+        if utf8.isEmpty { return [] }
+        return utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map(decode)
+    }
+
+    static func decode(_ text: String) -> String { decode(Substring(text).utf8) }
+
+    static func decode(_ raw: Substring.UTF8View) -> String {
+        guard raw.contains(UInt8(ascii: "%")) else { return String(Substring(raw)) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(raw.count)
+        var index = raw.startIndex
+        while index < raw.endIndex {
+            let byte = raw[index]
+            if byte == UInt8(ascii: "%"), let high = raw.index(index, offsetBy: 1, limitedBy: raw.endIndex),
+                high < raw.endIndex, let low = raw.index(high, offsetBy: 1, limitedBy: raw.endIndex),
+                low < raw.endIndex,
+                let value = hexValue(raw[high]).flatMap({ h in hexValue(raw[low]).map { h << 4 | $0 } })
+            {
+                bytes.append(value)
+                index = raw.index(after: low)
+            } else {
+                bytes.append(byte)
+                index = raw.index(after: index)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
 }

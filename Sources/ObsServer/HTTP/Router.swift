@@ -21,7 +21,7 @@ struct RouterBuilder {
     mutating func on(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping RouteHandler) {
         let segments = pattern.split(separator: "/").map { part in
             part.hasPrefix("{") && part.hasSuffix("}")
-                ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(Array(part.utf8))
+                ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
@@ -33,7 +33,7 @@ struct RouterBuilder {
 }
 
 fileprivate enum Segment: Sendable, Equatable {
-    case literal([UInt8])
+    case literal(String)
     case parameter(String)
 }
 
@@ -53,12 +53,12 @@ fileprivate struct Route: Sendable {
         self.label = "\(method) \(pattern)"
     }
 
-    func match(_ parts: [Substring.UTF8View]) -> RouteParameters? {
+    func match(_ parts: [String]) -> RouteParameters? {
         var parameters = RouteParameters()
         for (segment, part) in zip(segments, parts) {
             switch segment {
-            case .literal(let literal): if !literal.elementsEqual(part) { return nil }
-            case .parameter(let name): parameters.values.append((name, String(Substring(part))))
+            case .literal(let literal): if literal != part { return nil }
+            case .parameter(let name): parameters.values.append((name, part))
             }
         }
         return parameters
@@ -68,6 +68,9 @@ fileprivate struct Route: Sendable {
 /// Dispatches requests to handlers; answers 404 and 405 (with `Allow`) itself,
 /// and turns every thrown error into the contract's JSON error body.
 ///
+/// Routes match the request's decoded segments (`HTTPRequest.segments`), so a parameter is
+/// always exactly one segment: `%2F` inside it never reaches another route.
+///
 /// Immutable and `Sendable`: built once before the server starts.
 struct Router: Sendable {
     fileprivate let routes: [Int: [Route]]
@@ -75,7 +78,7 @@ struct Router: Sendable {
     let logger: Logger
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
-        let parts = request.path.utf8.split(separator: UInt8(ascii: "/"))  // bytes: much cheaper than Characters
+        let parts = request.segments
         let method = request.method == .head ? HTTPMethod.get : request.method
         var allowed: [HTTPMethod] = []
         for route in routes[parts.count] ?? [] {
@@ -84,7 +87,7 @@ struct Router: Sendable {
             allowed.append(route.method)
         }
         if !allowed.isEmpty { return APIError.methodNotAllowed(request.method, allowed: allowed).response }
-        if let fallback, method == .get, !(parts.first?.elementsEqual("v1".utf8) ?? false) {
+        if let fallback, method == .get, parts.first != "v1" {
             return run(fallback, request, RouteParameters(), label: "GET static")
         }
         return APIError.routeNotFound(request.path).response

@@ -1,16 +1,23 @@
 /// A response body produced over time: an event stream.
 ///
 /// The daemon asks for bytes whenever the connection can take them. `.wait`
-/// parks the connection (no thread, no CPU) until the waker handed to `start`
-/// is called; then it asks again.
+/// parks the connection (no thread, no CPU) until `StreamControl.wake` is
+/// called; then it asks again.
 protocol StreamBody: AnyObject, Sendable {
-    /// Called once, before the first read, with the function that un-parks the connection.
-    /// It may be called from any thread, any number of times.
-    func start(wake: @escaping @Sendable () -> Void)
+    /// Called once, before the first read, with what un-parks or ends the connection.
+    func start(_ control: StreamControl)
     /// Copies the next bytes into `buffer`.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> StreamRead
     /// Called once when the connection ends, whatever the reason.
     func finish()
+}
+
+/// What a stream body can do to its connection, from any thread, any number of times.
+struct StreamControl: Sendable {
+    /// Un-parks the connection so that it reads again.
+    let wake: @Sendable () -> Void
+    /// Ends the connection now, dropping whatever is pending (a reader that fell behind).
+    let abort: @Sendable () -> Void
 }
 
 /// What a `StreamBody` has for the connection.

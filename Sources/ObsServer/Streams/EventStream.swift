@@ -3,80 +3,97 @@ import Synchronization
 
 /// One Server-Sent Events stream over an event log (an observer's, or the admin log).
 ///
-/// Sends what the log holds after its cursor, in batches (one write for many events),
-/// then parks until the log has more. A heartbeat comment goes out when the hub asks
-/// for one. A reader whose next event has left the log's buffer (it fell more than
-/// the buffer behind) is cut off and counted as dropped; it resumes with Last-Event-ID.
+/// Sends what the log holds after its cursor, in batches (many events per write, no
+/// more than `batchBytes` of them taken at a time), then parks until the log has more.
+/// A heartbeat comment goes out when the hub asks for one. A reader whose next event
+/// leaves the log's buffer (it fell more than the buffer behind) is cut off by the log
+/// and counted as dropped; it resumes with Last-Event-ID.
+///
+/// Memory: the events a stream has taken but not sent are shared with the log (see
+/// `StreamOutbox`); a rebuild after `reset` is produced a batch at a time as the client
+/// reads it, never as a whole.
 final class EventStream: StreamBody {
     private struct State {
         var cursor: Int
-        /// Formatted bytes not yet handed to the connection.
-        var pending: [UInt8]
-        var sentOffset = 0
+        var outbox = StreamOutbox()
+        var rebuild: RebuildSource?
         var heartbeatDue = false
         var token: Int?
         var wake: (@Sendable () -> Void)?
         var finished = false
     }
 
+    /// The most event bytes a stream takes from its log (or its rebuild) at a time (at least one event).
+    static let batchBytes = 64 * 1024
+
     let log: EventLog
     private let state: Locked<State>
     private let onFinish: @Sendable (EventStream) -> Void
     private let counters: StreamCounters
 
-    /// A stream that first sends `prelude` (a reset and rebuild records), then the log after `cursor`.
+    /// A stream that first sends `prelude` (a `reset`), then `rebuild`'s records, then the log after `cursor`.
     init(
-        log: EventLog, cursor: Int, prelude: [Event], counters: StreamCounters,
+        log: EventLog, cursor: Int, prelude: [Event], rebuild: RebuildSource?, counters: StreamCounters,
         onFinish: @escaping @Sendable (EventStream) -> Void
     ) {
         self.log = log
         self.counters = counters
         self.onFinish = onFinish
-        var bytes: [UInt8] = Array(": connected\n\n".utf8)
-        for event in prelude { Self.format(event, into: &bytes) }
-        state = Locked(State(cursor: cursor, pending: bytes))
+        var initial = State(cursor: cursor, rebuild: rebuild)
+        initial.outbox.append(text: Array(": connected\n\n".utf8))
+        for event in prelude { initial.outbox.append(event) }
+        state = Locked(initial)
     }
 
-    func start(wake: @escaping @Sendable () -> Void) {
+    func start(_ control: StreamControl) {
         let cursor = state.withLock { state in
-            state.wake = wake
+            state.wake = control.wake
             return state.cursor
         }
-        let token = log.attach(cursor: cursor, wake: wake)
+        let reader = EventLog.Reader(wake: control.wake) { [counters] in
+            counters.dropped.add(1, ordering: .relaxed)
+            control.abort()
+        }
+        let token = log.attach(cursor: cursor, reader: reader)
         state.withLock { $0.token = token }
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> StreamRead {
         state.withLock { state in
-            if state.sentOffset == state.pending.count {
-                state.pending.removeAll(keepingCapacity: true)
-                state.sentOffset = 0
-                switch log.read(after: state.cursor) {
-                case .events(let events):
-                    for event in events { Self.format(event, into: &state.pending) }
-                    state.cursor = events.last?.id ?? state.cursor
-                    if let token = state.token { log.advance(token, to: state.cursor) }
-                    counters.events.add(events.count, ordering: .relaxed)
-                    state.heartbeatDue = false
-                case .gap:
-                    if let token = state.token { log.detach(token, dropped: true) }
-                    state.token = nil
-                    counters.dropped.add(1, ordering: .relaxed)
-                    return .end
-                case .upToDate:
-                    if log.isClosed { return .end }
-                    guard state.heartbeatDue else { return .wait }
-                    state.heartbeatDue = false
-                    state.pending.append(contentsOf: Self.heartbeat)
-                }
+            if state.outbox.isEmpty, let end = refill(&state) { return end }
+            return .bytes(state.outbox.write(into: buffer))
+        }
+    }
+
+    /// Takes the next batch into the outbox; returns how the stream goes on when there is none.
+    private func refill(_ state: inout State) -> StreamRead? {
+        if var rebuild = state.rebuild {
+            let records = rebuild.next(maxBytes: Self.batchBytes)
+            state.rebuild = records.isEmpty ? nil : rebuild
+            for record in records { state.outbox.append(record) }
+            if !records.isEmpty { return nil }
+        }
+        switch log.read(after: state.cursor, maxBytes: Self.batchBytes) {
+        case .events(let events):
+            for event in events { state.outbox.append(event) }
+            state.cursor = events.last?.id ?? state.cursor
+            if let token = state.token { log.advance(token, to: state.cursor) }
+            counters.events.add(events.count, ordering: .relaxed)
+            state.heartbeatDue = false
+            return nil
+        case .gap:
+            // Cut off here, or already by the log (which counted it) when its next event left.
+            if let token = state.token, log.detach(token, dropped: true) {
+                counters.dropped.add(1, ordering: .relaxed)
             }
-            let count = min(buffer.count, state.pending.count - state.sentOffset)
-            state.pending.withUnsafeBytes { bytes in
-                buffer.copyMemory(
-                    from: UnsafeRawBufferPointer(rebasing: bytes[state.sentOffset..<state.sentOffset + count]))
-            }
-            state.sentOffset += count
-            return .bytes(count)
+            state.token = nil
+            return .end
+        case .upToDate:
+            if log.isClosed { return .end }
+            guard state.heartbeatDue else { return .wait }
+            state.heartbeatDue = false
+            state.outbox.append(text: Self.heartbeat)
+            return nil
         }
     }
 
@@ -101,19 +118,26 @@ final class EventStream: StreamBody {
     }
 
     private static let heartbeat = Array(": keep-alive\n\n".utf8)
+}
 
-    /// `id: n` (when the event has one), `event: name`, `data: json`, blank line.
-    static func format(_ event: Event, into bytes: inout [UInt8]) {
-        if event.id > 0 {
-            bytes.append(contentsOf: "id: ".utf8)
-            bytes.append(contentsOf: String(event.id).utf8)
-            bytes.append(0x0A)
-        }
-        bytes.append(contentsOf: "event: ".utf8)
-        bytes.append(contentsOf: event.name.utf8)
-        bytes.append(contentsOf: "\ndata: ".utf8)
-        bytes.append(contentsOf: event.data)
-        bytes.append(contentsOf: "\n\n".utf8)
+/// The records that let a client rebuild its state after `reset` (section 7), produced a
+/// batch at a time: one `change` record with `"initial": true` per registration, in
+/// registration order, each read when its batch is taken.
+struct RebuildSource: Sendable {
+    /// The records after the registration with sequence `after`, up to about `maxBytes`;
+    /// and the sequence of the last one (nil when there are no more).
+    typealias Produce = @Sendable (_ after: Int, _ maxBytes: Int) -> (records: [Event], last: Int)?
+
+    private let produce: Produce
+    private var after = 0
+
+    init(_ produce: @escaping Produce) { self.produce = produce }
+
+    /// The next batch; empty when the rebuild is done.
+    mutating func next(maxBytes: Int) -> [Event] {
+        guard let (records, last) = produce(after, maxBytes) else { return [] }
+        after = last
+        return records
     }
 }
 

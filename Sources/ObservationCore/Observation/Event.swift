@@ -11,4 +11,15 @@ public struct Event: Sendable {
         self.name = name
         self.data = data
     }
+
+    /// The memory this event occupies while a log holds it: its data's storage (capacity, not
+    /// count) and a fixed share for its slot, the storage header and the allocator.
+    public var heldBytes: Int { data.capacity + Self.overheadBytes }
+
+    /// A ring slot (32 bytes, up to twice over while the ring compacts), the data's heap
+    /// header (32) and malloc's rounding and bookkeeping (16).
+    public static let overheadBytes = 112
+
+    /// An empty slot.
+    static let vacant = Event(id: 0, name: "", data: [])
 }

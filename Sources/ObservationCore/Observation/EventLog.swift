@@ -1,17 +1,23 @@
 /// The bounded replay buffer of one observer (or of the admin stream), and the
-/// cursors of the streams reading it.
+/// streams reading it.
 ///
-/// Events get gapless ids 1, 2, 3, … in the order they are appended. The log
-/// keeps the last `capacity` of them; a stream whose next event has already
-/// left the buffer must be cut off (it then resumes, and gets `reset`).
+/// Events get gapless ids 1, 2, 3, … in the order they are appended. The log keeps
+/// the newest of them within two budgets, a count (`capacity`) and bytes (`maxBytes`,
+/// counted as `Event.heldBytes`: what the event really occupies); the oldest leave
+/// first. The newest event always stays, even when it alone is over the byte budget.
+///
+/// A stream whose next event leaves the buffer has fallen too far behind: the log
+/// detaches it at once, counts it in `droppedStreams` and, at the next `wake()`, runs
+/// its `abort`, which closes its connection (the client resumes with Last-Event-ID
+/// and gets `reset`). So the memory a log holds never depends on how fast anyone reads.
 ///
 /// Thread-safety: its own lock. Appends happen under the store's lock (lock
 /// order: store, then log), reads from stream threads take only this lock.
-/// Wakers run after the lock is released.
+/// Wakers and aborts run after the lock is released.
 public final class EventLog: Sendable {
     /// What a stream finds when it reads.
     public enum ReadResult: Sendable {
-        /// Events after the cursor, oldest first (at most the requested count).
+        /// Events after the cursor, oldest first.
         case events([Event])
         /// Nothing after the cursor yet.
         case upToDate
@@ -19,42 +25,86 @@ public final class EventLog: Sendable {
         case gap(oldest: Int)
     }
 
+    /// Where a new stream starts (`resumePoint`).
+    public enum ResumePoint: Sendable, Equatable {
+        /// Send the events after this id.
+        case after(Int)
+        /// The asked-for events are gone: `reset`, then the events after `cursor` (the last id now).
+        case reset(oldestAvailable: Int, cursor: Int)
+    }
+
+    /// What the log may do to an attached stream, from any thread, after its lock is released.
+    public struct Reader: Sendable {
+        /// There is something new to read.
+        public let wake: @Sendable () -> Void
+        /// The stream fell behind the buffer: end its connection now.
+        public let abort: @Sendable () -> Void
+
+        public init(wake: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void) {
+            self.wake = wake
+            self.abort = abort
+        }
+    }
+
+    private struct Attached: Sendable {
+        let token: Int
+        /// The last id the stream has been handed.
+        var cursor: Int
+        let reader: Reader
+    }
+
     private struct State: Sendable {
-        var buffer: [Event] = []
-        /// Index in `buffer` of the oldest event once the buffer is full (it is a ring then).
-        var start = 0
+        var events = EventRing()
+        var heldBytes = 0
         var lastID = 0
         /// The last id streams may send: ids past it wait for their change to be durable.
         var visibleID = 0
         /// Whether appends wait for `publish` to become visible (a persistent store).
         var gated = false
-        var capacity: Int
-        var wakers: [Int: @Sendable () -> Void] = [:]
-        var cursors: [Int: Int] = [:]
+        let capacity: Int
+        let maxBytes: Int
+        /// Attached streams, in attach order (a few per log: a list beats hashing).
+        var attached: [Attached] = []
         var nextStreamToken = 1
         /// The highest id any stream has been handed, for `backlog` while none is connected.
         var highestSent = 0
         var droppedStreams = 0
+        /// Streams cut off since the last `wake()`: their aborts run then.
+        var cutOff: [Reader] = []
         var closed = false
 
-        var oldestID: Int { lastID - buffer.count + 1 }
+        /// The id of the oldest event held (lastID + 1 when empty).
+        var oldestID: Int { lastID - events.count + 1 }
 
-        func event(withID id: Int) -> Event {
-            buffer[(start + id - oldestID) % buffer.count]
+        mutating func evict() {
+            var evicted = false
+            while events.count > capacity || (heldBytes > maxBytes && events.count > 1) {
+                heldBytes -= events.removeFirst().heldBytes
+                evicted = true
+            }
+            guard evicted else { return }
+            let oldest = oldestID
+            attached.removeAll { stream in
+                guard stream.cursor + 1 < oldest else { return false }
+                droppedStreams += 1
+                cutOff.append(stream.reader)
+                return true
+            }
         }
     }
 
     private let state: Locked<State>
 
-    /// A log whose ids start after `lastID`. A `gated` log shows an event to streams only
-    /// once `publish` reaches it (when the change that made it is durable).
-    public init(capacity: Int, lastID: Int = 0, gated: Bool = false) {
-        state = Locked(State(capacity: max(1, capacity), highestSent: lastID))
-        state.withLock { state in
-            state.lastID = lastID
-            state.visibleID = lastID
-            state.gated = gated
-        }
+    /// A log whose ids start after `lastID`, holding at most `capacity` events and `maxBytes`
+    /// bytes. A `gated` log shows an event to streams only once `publish` reaches it (when the
+    /// change that made it is durable).
+    public init(capacity: Int, maxBytes: Int = .max, lastID: Int = 0, gated: Bool = false) {
+        var state = State(capacity: max(1, capacity), maxBytes: max(1, maxBytes))
+        state.lastID = lastID
+        state.visibleID = lastID
+        state.highestSent = lastID
+        state.gated = gated
+        self.state = Locked(state)
     }
 
     // MARK: - Writing
@@ -65,12 +115,9 @@ public final class EventLog: Sendable {
         state.withLock { state in
             state.lastID += 1
             let event = Event(id: state.lastID, name: name, data: data)
-            if state.buffer.count < state.capacity {
-                state.buffer.append(event)
-            } else {
-                state.buffer[state.start] = event
-                state.start = (state.start + 1) % state.capacity
-            }
+            state.events.append(event)
+            state.heldBytes += event.heldBytes
+            state.evict()
             if !state.gated { state.visibleID = state.lastID }
             return state.lastID
         }
@@ -84,7 +131,7 @@ public final class EventLog: Sendable {
     /// Continues the ids of an earlier run: the next event gets `id + 1` (an empty log only).
     func continueAfter(_ id: Int) {
         state.withLock { state in
-            guard state.buffer.isEmpty else { return }
+            guard state.events.count == 0 else { return }
             state.lastID = id
             state.visibleID = id
             state.highestSent = id
@@ -101,49 +148,79 @@ public final class EventLog: Sendable {
 
     public var capacity: Int { state.withLock { $0.capacity } }
 
-    /// Runs every attached stream's waker (call after releasing the store's lock).
+    /// Runs every attached stream's waker, and the aborts of streams cut off since the last
+    /// call (call after releasing the store's lock).
     public func wake() {
-        let wakers = state.withLock { $0.wakers.isEmpty ? [] : Array($0.wakers.values) }
+        let (wakers, aborts) = state.withLock { state in
+            defer { state.cutOff.removeAll() }
+            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort))
+        }
+        for abort in aborts { abort() }
         for wake in wakers { wake() }
     }
 
     // MARK: - Reading
 
-    /// Up to `limit` events after `cursor` (the last id the reader has).
-    public func read(after cursor: Int, limit: Int = 256) -> ReadResult {
+    /// Where a stream that asks to resume after `lastEventID` (nil: from the oldest event held)
+    /// starts: after it while the next event is still held (or not made yet), else a reset.
+    public func resumePoint(after lastEventID: Int?) -> ResumePoint {
         state.withLock { state in
-            guard cursor < state.visibleID else { return .upToDate }
-            guard !state.buffer.isEmpty, cursor + 1 >= state.oldestID else {
-                return .gap(oldest: max(1, state.oldestID))
-            }
-            let last = min(state.visibleID, cursor + limit)
-            state.highestSent = max(state.highestSent, last)
-            return .events((cursor + 1...last).map { state.event(withID: $0) })
+            guard let lastEventID else { return .after(state.oldestID - 1) }
+            if lastEventID + 1 >= state.oldestID, lastEventID <= state.lastID { return .after(lastEventID) }
+            return .reset(oldestAvailable: state.oldestID, cursor: state.lastID)
         }
     }
 
-    /// Attaches a stream: `wake` runs whenever events are appended. Returns its token.
-    public func attach(cursor: Int, wake: @escaping @Sendable () -> Void) -> Int {
+    /// Events after `cursor` (the last id the reader has): at most `limit`, and no more than
+    /// `maxBytes` of them once there is one.
+    public func read(after cursor: Int, limit: Int = 256, maxBytes: Int = .max) -> ReadResult {
+        state.withLock { state in
+            guard cursor < state.visibleID else { return .upToDate }
+            guard state.events.count > 0, cursor + 1 >= state.oldestID else {
+                return .gap(oldest: max(1, state.oldestID))
+            }
+            let last = min(state.visibleID, cursor + limit)
+            var events: [Event] = []
+            var bytes = 0
+            for id in cursor + 1...last {
+                let event = state.events[id - state.oldestID]
+                if !events.isEmpty, bytes + event.heldBytes > maxBytes { break }
+                bytes += event.heldBytes
+                events.append(event)
+            }
+            state.highestSent = max(state.highestSent, events.last?.id ?? cursor)
+            return .events(events)
+        }
+    }
+
+    /// Attaches a stream that has everything up to `cursor`. Returns its token.
+    public func attach(cursor: Int, reader: Reader) -> Int {
         state.withLock { state in
             let token = state.nextStreamToken
             state.nextStreamToken += 1
-            state.wakers[token] = wake
-            state.cursors[token] = cursor
+            state.attached.append(Attached(token: token, cursor: cursor, reader: reader))
             return token
         }
     }
 
-    /// Records how far a stream has sent.
+    /// Records how far a stream has been handed events.
     public func advance(_ token: Int, to cursor: Int) {
-        state.withLock { $0.cursors[token] = cursor }
+        state.withLock { state in
+            if let index = state.attached.firstIndex(where: { $0.token == token }) {
+                state.attached[index].cursor = cursor
+            }
+        }
     }
 
-    /// Detaches a stream; `dropped` counts it as cut off for being slow.
-    public func detach(_ token: Int, dropped: Bool = false) {
+    /// Detaches a stream; `dropped` counts it as cut off for being slow. Returns false when
+    /// it was no longer attached (the log cut it off, and counted it, when its next event left).
+    @discardableResult
+    public func detach(_ token: Int, dropped: Bool = false) -> Bool {
         state.withLock { state in
-            state.wakers[token] = nil
-            state.cursors[token] = nil
+            guard let index = state.attached.firstIndex(where: { $0.token == token }) else { return false }
+            state.attached.remove(at: index)
             if dropped { state.droppedStreams += 1 }
+            return true
         }
     }
 
@@ -152,15 +229,43 @@ public final class EventLog: Sendable {
     public var lastID: Int { state.withLock { $0.lastID } }
 
     /// The oldest id still held (lastID + 1 when empty).
-    public var oldestID: Int { state.withLock { $0.buffer.isEmpty ? $0.lastID + 1 : $0.oldestID } }
+    public var oldestID: Int { state.withLock { $0.oldestID } }
+
+    /// The events held, and the bytes they occupy (`Event.heldBytes`).
+    public var held: (events: Int, bytes: Int) { state.withLock { ($0.events.count, $0.heldBytes) } }
 
     /// Events buffered but not yet sent to the slowest stream (to any stream, while none is attached).
     public var backlog: Int {
         state.withLock { state in
-            let slowest = state.cursors.values.min() ?? state.highestSent
-            return min(state.buffer.count, max(0, state.lastID - slowest))
+            let slowest = state.attached.map(\.cursor).min() ?? state.highestSent
+            return min(state.events.count, max(0, state.lastID - slowest))
         }
     }
 
     public var droppedStreams: Int { state.withLock { $0.droppedStreams } }
+}
+
+/// The events a log holds, oldest first: appended at the end, removed from the front, both
+/// in amortised constant time. A removed event's slot is cleared at once (its bytes freed).
+struct EventRing: Sendable {
+    private var storage: [Event] = []
+    private var head = 0
+
+    var count: Int { storage.count - head }
+
+    /// The event `offset` places after the oldest.
+    subscript(offset: Int) -> Event { storage[head + offset] }
+
+    mutating func append(_ event: Event) { storage.append(event) }
+
+    mutating func removeFirst() -> Event {
+        let event = storage[head]
+        storage[head] = .vacant
+        head += 1
+        if head >= 32, head * 2 >= storage.count {
+            storage.removeFirst(head)
+            head = 0
+        }
+        return event
+    }
 }

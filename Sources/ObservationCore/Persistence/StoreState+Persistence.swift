@@ -74,7 +74,8 @@ extension StoreState {
             id: id, name: try document.string("name"), token: try document.string("token"), lease: lease,
             retainObserved: try document.bool("retainObserved"), createdAt: try document.timestamp("createdAt"),
             log: EventLog(
-                capacity: try document.int("replay"), lastID: try document.int("lastEventId"), gated: true),
+                capacity: try document.int("replay"), maxBytes: limits.maxReplayBytes,
+                lastID: try document.int("lastEventId"), gated: true),
             expiresAt: deadline)
         observers[id] = record
         observersByToken[record.token] = id

@@ -90,19 +90,32 @@ extension Store {
     }
 
     /// What a client that fell out of the replay buffer needs to rebuild its state: one
-    /// `change` record with `"initial": true` and the current value per registration (no ids).
-    public func rebuildRecords(of observerID: String) -> [Event] {
+    /// `change` record with `"initial": true` and the current value per registration (no ids),
+    /// in registration order. One batch at a time: the registrations after the one with
+    /// sequence `after`, until the records reach `maxBytes` (at least one). Returns the
+    /// records and the sequence of the last, or nil when no registration follows `after`.
+    public func rebuildRecords(of observerID: String, after: Int, maxBytes: Int) -> (records: [Event], last: Int)? {
         state.withLock { state in
-            guard let observer = state.observers[observerID] else { return [] }
-            return observer.registrationsByTarget.values.compactMap { state.registrations[$0] }
-                .sorted { $0.sequence < $1.sequence }
-                .map { registration in
-                    var record = ChangeRecord(revision: state.revision)
-                    record.flag = .initial
-                    record.new = (try? state.read(registration.keyPath, of: registration.objectID)) ?? .null
-                    return Event(
-                        id: 0, name: "change", data: ChangeRecord.encode(registration, tail: record.encodedTail()))
-                }
+            guard let observer = state.observers[observerID] else { return nil }
+            let pending = observer.registrationsByTarget.values.compactMap { id -> Registration? in
+                guard let registration = state.registrations[id], registration.sequence > after else { return nil }
+                return registration
+            }
+            .sorted { $0.sequence < $1.sequence }
+            guard !pending.isEmpty else { return nil }
+            var records: [Event] = []
+            var bytes = 0
+            for registration in pending {
+                if !records.isEmpty, bytes >= maxBytes { break }
+                var record = ChangeRecord(revision: state.revision)
+                record.flag = .initial
+                record.new = (try? state.read(registration.keyPath, of: registration.objectID)) ?? .null
+                let event = Event(
+                    id: 0, name: "change", data: ChangeRecord.encode(registration, tail: record.encodedTail()))
+                bytes += event.heldBytes
+                records.append(event)
+            }
+            return (records, pending[records.count - 1].sequence)
         }
     }
 

@@ -1,4 +1,5 @@
-/// The configurable count limits the store enforces (`limitExceeded` past them).
+/// The configurable limits the store enforces: counts (`limitExceeded` past them) and the
+/// byte budgets of the replay buffers (the oldest events leave first, section 7.1).
 public struct StoreLimits: Sendable {
     public var maxObjects: Int
     public var maxObservers: Int
@@ -6,15 +7,28 @@ public struct StoreLimits: Sendable {
     public var maxStreams: Int
     /// Events the admin stream keeps for resuming.
     public var adminReplay: Int
+    /// Bytes an observer's replay buffer holds at most (`--max-replay-bytes`).
+    public var maxReplayBytes: Int
+    /// Bytes the admin stream's buffer holds at most (`--max-admin-replay-bytes`).
+    public var maxAdminReplayBytes: Int
+    /// Postings the `asap` and `idle` queues hold together, and their bytes (name, object, userInfo).
+    public var maxQueuedNotifications: Int
+    public var maxQueuedNotificationBytes: Int
 
     public init(
         maxObjects: Int = 1_000_000, maxObservers: Int = 100_000, maxRegistrationsPerObserver: Int = 10_000,
-        maxStreams: Int = 10_000, adminReplay: Int = 10_000
+        maxStreams: Int = 10_000, adminReplay: Int = 10_000, maxReplayBytes: Int = 4 << 20,
+        maxAdminReplayBytes: Int = 64 << 20, maxQueuedNotifications: Int = 10_000,
+        maxQueuedNotificationBytes: Int = 16 << 20
     ) {
         self.maxObjects = maxObjects
         self.maxObservers = maxObservers
         self.maxRegistrationsPerObserver = maxRegistrationsPerObserver
         self.maxStreams = maxStreams
         self.adminReplay = adminReplay
+        self.maxReplayBytes = maxReplayBytes
+        self.maxAdminReplayBytes = maxAdminReplayBytes
+        self.maxQueuedNotifications = maxQueuedNotifications
+        self.maxQueuedNotificationBytes = maxQueuedNotificationBytes
     }
 }

@@ -20,7 +20,7 @@ extension StoreState {
         let record = ObserverRecord(
             id: id, name: settings.name ?? id, token: RandomID.make("", bytes: 24), lease: settings.lease,
             retainObserved: settings.retainObserved, createdAt: now.wall,
-            log: EventLog(capacity: settings.replay, gated: journal.enabled),
+            log: EventLog(capacity: settings.replay, maxBytes: limits.maxReplayBytes, gated: journal.enabled),
             expiresAt: deadline)
         observers[id] = record
         journal.mark(.observer, id)

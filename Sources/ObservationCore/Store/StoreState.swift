@@ -47,7 +47,8 @@ struct StoreState: Sendable {
     init(limits: StoreLimits, persistent: Bool = false) {
         self.limits = limits
         self.journal = Journal(enabled: persistent)
-        self.adminLog = EventLog(capacity: limits.adminReplay, gated: persistent)
+        self.adminLog = EventLog(
+            capacity: limits.adminReplay, maxBytes: limits.maxAdminReplayBytes, gated: persistent)
     }
 
     /// Takes the next revision.

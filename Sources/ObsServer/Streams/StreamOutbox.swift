@@ -1,0 +1,93 @@
+import ObservationCore
+
+/// What a stream has taken to send but not yet handed to its connection, as SSE frames.
+///
+/// An event's data is not copied here: the outbox holds the event itself (its bytes are
+/// shared with the log and with every other stream sending it) and copies them straight
+/// into the connection's buffer, framed as `id: n` (when it has one), `event: name`,
+/// `data: json` and a blank line. A stream's own memory is the small header of the frame
+/// it is writing, whatever the size of the events.
+struct StreamOutbox {
+    private enum Frame {
+        case event(Event)
+        case text([UInt8])
+    }
+
+    private enum Part { case header, data, trailer }
+
+    private var frames: [Frame] = []
+    private var index = 0
+    private var part = Part.header
+    private var offset = 0
+    /// The current event's `id:`/`event:`/`data: ` lines (its buffer is reused).
+    private var header: [UInt8] = []
+
+    private static let trailer = Array("\n\n".utf8)
+
+    var isEmpty: Bool { index == frames.count }
+
+    mutating func append(_ event: Event) { frames.append(.event(event)) }
+
+    /// Raw text, such as a `: comment` (it must end with a blank line).
+    mutating func append(text: [UInt8]) { frames.append(.text(text)) }
+
+    /// Copies as much as fits into `buffer`; returns the bytes written.
+    mutating func write(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var written = 0
+        while written < buffer.count, index < frames.count {
+            let piece = currentPiece()
+            let count = min(piece.count - offset, buffer.count - written)
+            piece.withUnsafeBytes { bytes in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[written..<written + count])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
+            }
+            written += count
+            offset += count
+            if offset == piece.count { nextPiece() }
+        }
+        if index == frames.count, index > 0 {
+            frames.removeAll(keepingCapacity: true)
+            index = 0
+        }
+        return written
+    }
+
+    private mutating func currentPiece() -> [UInt8] {
+        switch frames[index] {
+        case .text(let text):
+            return text
+        case .event(let event):
+            switch part {
+            case .header:
+                if offset == 0 { Self.frameHeader(event, into: &header) }
+                return header
+            case .data: return event.data
+            case .trailer: return Self.trailer
+            }
+        }
+    }
+
+    private mutating func nextPiece() {
+        offset = 0
+        switch (frames[index], part) {
+        case (.event, .header): part = .data
+        case (.event, .data): part = .trailer
+        default:
+            part = .header
+            index += 1
+        }
+    }
+
+    /// `id: n\n` (when the event has one), `event: name\n`, `data: `.
+    private static func frameHeader(_ event: Event, into bytes: inout [UInt8]) {
+        bytes.removeAll(keepingCapacity: true)
+        if event.id > 0 {
+            bytes.append(contentsOf: "id: ".utf8)
+            bytes.append(contentsOf: String(event.id).utf8)
+            bytes.append(0x0A)
+        }
+        bytes.append(contentsOf: "event: ".utf8)
+        bytes.append(contentsOf: event.name.utf8)
+        bytes.append(contentsOf: "\ndata: ".utf8)
+    }
+}
