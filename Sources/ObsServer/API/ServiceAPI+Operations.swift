@@ -49,6 +49,18 @@ extension ServiceAPI {
             "obs_dropped_streams_total", "counter", "Streams cut off for reading too slowly.",
             "\(hub.counters.dropped.load(ordering: .relaxed))")
         metric("obs_requests_total", "counter", "HTTP requests.", "\(counters.requests.load(ordering: .relaxed))")
+        let buffers = store.bufferFigures()
+        for (name, help, value) in [
+            ("obs_replay_events", "Events held in observers' replay buffers.", buffers.replayEvents),
+            ("obs_replay_bytes", "Bytes held in observers' replay buffers.", buffers.replayBytes),
+            ("obs_admin_replay_events", "Events held in the admin stream's buffer.", buffers.adminReplayEvents),
+            ("obs_admin_replay_bytes", "Bytes held in the admin stream's buffer.", buffers.adminReplayBytes),
+            ("obs_lease_deadlines", "Lease deadlines waiting (observers without a stream).", buffers.leaseDeadlines),
+            ("obs_queued_notifications", "Postings waiting in the asap and idle queues.", buffers.queuedNotifications),
+            ("obs_queued_notification_bytes", "Bytes of postings waiting.", buffers.queuedNotificationBytes),
+        ] {
+            metric(name, "gauge", help, "\(value)")
+        }
         metric("obs_uptime_seconds", "gauge", "Seconds since start.", "\(counters.uptimeSeconds)")
         if let figures = committer?.figures {
             metric("obs_commits_total", "counter", "Group commits to the data directory.", "\(figures.commits)")

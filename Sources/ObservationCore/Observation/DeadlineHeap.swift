@@ -1,36 +1,76 @@
-/// A min-heap of (deadline, id) with lazy deletion: entries are checked against the
-/// current state when they come out, so moving or cancelling a deadline is a push.
-struct DeadlineHeap: Sendable {
-    private var entries: [(deadline: ContinuousClock.Instant, id: String)] = []
+/// A min-heap of deadlines, at most one per id: scheduling an id again moves its deadline,
+/// and cancelling removes it. Its size is the number of ids with a deadline, however often
+/// they move (a keepalive per second does not grow it).
+struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
+    private var entries: [(deadline: Deadline, id: String)] = []
+    /// Where each id's entry is in `entries`.
+    private var positions: [String: Int] = [:]
 
-    var first: (deadline: ContinuousClock.Instant, id: String)? { entries.first }
+    var first: (deadline: Deadline, id: String)? { entries.first }
+    var count: Int { entries.count }
 
-    mutating func push(_ deadline: ContinuousClock.Instant, _ id: String) {
-        entries.append((deadline, id))
-        var child = entries.count - 1
+    /// Sets `id`'s deadline (adding it, or moving it earlier or later).
+    mutating func schedule(_ id: String, at deadline: Deadline) {
+        if let index = positions[id] {
+            let earlier = deadline < entries[index].deadline
+            entries[index].deadline = deadline
+            if earlier { siftUp(index) } else { siftDown(index) }
+        } else {
+            entries.append((deadline, id))
+            positions[id] = entries.count - 1
+            siftUp(entries.count - 1)
+        }
+    }
+
+    /// Removes `id`'s deadline, if it has one.
+    mutating func cancel(_ id: String) {
+        guard let index = positions.removeValue(forKey: id) else { return }
+        let last = entries.count - 1
+        if index != last {
+            entries.swapAt(index, last)
+            positions[entries[index].id] = index
+        }
+        entries.removeLast()
+        if index < entries.count {
+            siftUp(index)
+            siftDown(index)
+        }
+    }
+
+    /// Removes and returns the earliest deadline.
+    mutating func popFirst() -> (deadline: Deadline, id: String)? {
+        guard let top = entries.first else { return nil }
+        cancel(top.id)
+        return top
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
         while child > 0 {
             let parent = (child - 1) / 2
             guard entries[child].deadline < entries[parent].deadline else { break }
-            entries.swapAt(child, parent)
+            swap(child, parent)
             child = parent
         }
     }
 
-    mutating func pop() -> (deadline: ContinuousClock.Instant, id: String)? {
-        guard !entries.isEmpty else { return nil }
-        entries.swapAt(0, entries.count - 1)
-        let top = entries.removeLast()
-        var parent = 0
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
         while true {
             let left = 2 * parent + 1
             let right = left + 1
             var smallest = parent
             if left < entries.count, entries[left].deadline < entries[smallest].deadline { smallest = left }
             if right < entries.count, entries[right].deadline < entries[smallest].deadline { smallest = right }
-            guard smallest != parent else { break }
-            entries.swapAt(parent, smallest)
+            guard smallest != parent else { return }
+            swap(parent, smallest)
             parent = smallest
         }
-        return top
+    }
+
+    private mutating func swap(_ a: Int, _ b: Int) {
+        entries.swapAt(a, b)
+        positions[entries[a].id] = a
+        positions[entries[b].id] = b
     }
 }

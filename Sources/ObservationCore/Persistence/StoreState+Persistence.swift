@@ -79,7 +79,7 @@ extension StoreState {
             expiresAt: deadline)
         observers[id] = record
         observersByToken[record.token] = id
-        leaseDeadlines.push(deadline, id)
+        leaseDeadlines.schedule(id, at: deadline)
     }
 
     /// An observer's ids continue after the last one stored (its document may hold an older one).

@@ -61,8 +61,9 @@ extension Store {
         case .idle: queueStyle = .idle
         }
         let now = Moment.now()
-        let coalesced = try change { state in
-            state.enqueue(name: name, object: object, userInfo: userInfo, style: queueStyle, coalescing: mask, at: now)
+        let coalesced = try change { state throws(CoreError) in
+            try state.enqueue(
+                name: name, object: object, userInfo: userInfo, style: queueStyle, coalescing: mask, at: now)
         }
         return .queued(coalesced: coalesced)
     }

@@ -161,4 +161,23 @@ public final class Store: Sendable {
                 observers: state.observers.count, observations: state.registrations.count, streams: state.streams)
         }
     }
+
+    /// What the bounded buffers hold (a pass over the observers: for `/metrics`, not a hot path).
+    public func bufferFigures() -> BufferFigures {
+        state.withLock { state in
+            var events = 0
+            var bytes = 0
+            for observer in state.observers.values {
+                let held = observer.log.held
+                events += held.events
+                bytes += held.bytes
+            }
+            let admin = state.adminLog.held
+            return BufferFigures(
+                replayEvents: events, replayBytes: bytes, adminReplayEvents: admin.events,
+                adminReplayBytes: admin.bytes, leaseDeadlines: state.leaseDeadlines.count,
+                queuedNotifications: state.notificationQueue.entries.count,
+                queuedNotificationBytes: state.notificationQueue.bytes)
+        }
+    }
 }

@@ -112,8 +112,8 @@ extension StoreState {
     mutating func enqueue(
         name: String, object: String?, userInfo: JSON?, style: NotificationQueue.Style,
         coalescing mask: NotificationQueue.CoalescingMask, at now: Moment
-    ) -> Int {
-        notificationQueue.enqueue(
+    ) throws(CoreError) -> Int {
+        try notificationQueue.enqueue(
             NotificationQueue.Entry(
                 name: name, object: object, userInfo: userInfo, style: style, enqueuedAt: now.instant),
             coalescing: mask)

@@ -25,7 +25,7 @@ extension StoreState {
         observers[id] = record
         journal.mark(.observer, id)
         observersByToken[record.token] = id
-        leaseDeadlines.push(deadline, id)
+        leaseDeadlines.schedule(id, at: deadline)
         let revision = nextRevision()
         let snapshot = observerSnapshot(record, at: now, withRegistrations: false)
         appendAdmin("observerCreated", ["observer": .object(snapshot.summaryJSON), "revision": .int(revision)])
@@ -74,6 +74,7 @@ extension StoreState {
             removeSubscription(subscription, reason: "observerRemoved", revision: revision)
         }
         observers[id] = nil
+        leaseDeadlines.cancel(id)
         journal.mark(.observer, id)
         journal.mark(.lastEventID, id)
         observersByToken[observer.token] = nil
@@ -92,7 +93,7 @@ extension StoreState {
         let deadline = now.instant + .seconds(observer.lease)
         observer.expiresAt = deadline
         observers[id] = observer
-        leaseDeadlines.push(deadline, id)
+        leaseDeadlines.schedule(id, at: deadline)
         return now.wall(at: deadline)
     }
 
@@ -100,16 +101,13 @@ extension StoreState {
     mutating func expireLeases(at now: Moment) -> [String] {
         var expired: [String] = []
         while let next = leaseDeadlines.first, next.deadline <= now.instant {
-            _ = leaseDeadlines.pop()
-            guard let observer = observers[next.id], observer.streams == 0, let deadline = observer.expiresAt,
-                deadline <= now.instant
-            else { continue }  // a stale entry: the lease moved, or a stream holds it
+            _ = leaseDeadlines.popFirst()
             if (try? removeObserver(next.id, reason: "expired")) != nil { expired.append(next.id) }
         }
         return expired
     }
 
-    /// The earliest lease deadline (possibly stale: the timer then finds nothing to do).
+    /// The earliest lease deadline.
     var nextLeaseDeadline: ContinuousClock.Instant? { leaseDeadlines.first?.deadline }
 
     // MARK: Streams
@@ -129,6 +127,7 @@ extension StoreState {
         observer.streams += 1
         observer.expiresAt = nil
         observers[observerID] = observer
+        leaseDeadlines.cancel(observerID)
         streams += 1
         return observer.log
     }
@@ -141,7 +140,7 @@ extension StoreState {
         if observer.streams == 0 {
             let deadline = now.instant + .seconds(observer.lease)
             observer.expiresAt = deadline
-            leaseDeadlines.push(deadline, observerID)
+            leaseDeadlines.schedule(observerID, at: deadline)
         }
         observers[observerID] = observer
     }

@@ -31,11 +31,12 @@ struct StoreState: Sendable {
     var registrationSequence = 0
     /// Objects deleted while an observer retains them (`retainObserved`).
     var pendingRelease: Set<String> = []
-    var leaseDeadlines = DeadlineHeap()
+    /// When each observer without a stream expires (one entry per such observer).
+    var leaseDeadlines = DeadlineHeap<ContinuousClock.Instant>()
     // MARK: Notification center
     var subscriptions: [String: Subscription] = [:]
     var subscriptionIndex = SubscriptionIndex()
-    var notificationQueue = NotificationQueue()
+    var notificationQueue: NotificationQueue
     /// Open event streams, the admin stream included.
     var streams = 0
     let adminLog: EventLog
@@ -47,6 +48,8 @@ struct StoreState: Sendable {
     init(limits: StoreLimits, persistent: Bool = false) {
         self.limits = limits
         self.journal = Journal(enabled: persistent)
+        self.notificationQueue = NotificationQueue(
+            maxEntries: limits.maxQueuedNotifications, maxBytes: limits.maxQueuedNotificationBytes)
         self.adminLog = EventLog(
             capacity: limits.adminReplay, maxBytes: limits.maxAdminReplayBytes, gated: persistent)
     }

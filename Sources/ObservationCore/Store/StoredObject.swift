@@ -51,6 +51,21 @@ public struct StoreStats: Sendable {
     public let streams: Int
 }
 
+/// What the server's bounded buffers hold now (`/metrics`): each is within its limit.
+public struct BufferFigures: Sendable {
+    /// Events and bytes in every observer's replay buffer together.
+    public let replayEvents: Int
+    public let replayBytes: Int
+    /// Events and bytes in the admin stream's buffer.
+    public let adminReplayEvents: Int
+    public let adminReplayBytes: Int
+    /// Lease deadlines waiting (one per observer without a stream).
+    public let leaseDeadlines: Int
+    /// Postings in the `asap` and `idle` queues, and their bytes.
+    public let queuedNotifications: Int
+    public let queuedNotificationBytes: Int
+}
+
 extension ObjectSnapshot {
     /// `{"id", "class", "revision", "createdAt", "values", "retainedBy"}`.
     public var json: JSONObject {
