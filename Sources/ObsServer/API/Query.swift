@@ -1,9 +1,10 @@
 import ObservationCore
 
 extension HTTPRequest {
-    /// The integer query argument `name`, within `range`; `fallback` when absent.
+    /// The integer query argument `name`, within `range`; `fallback` when absent (present but
+    /// empty is not an integer).
     func intQuery(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
-        guard let text = query[name], !text.isEmpty else { return fallback }
+        guard let text = query[name] else { return fallback }
         guard let value = Int(text), range.contains(value) else {
             throw CoreError(
                 .invalidRequest, "query '\(name)' must be an integer in \(range.lowerBound)...\(range.upperBound)",

@@ -40,7 +40,8 @@ extension ServiceAPI {
                 coalesce.append(text)
             }
             switch try store.post(
-                name: name, object: try body.string("object"), userInfo: body["userInfo"], style: style,
+                name: name, object: try body.string("object"), userInfo: try body.object("userInfo").map(JSON.object),
+                style: style,
                 coalesce: coalesce)
             {
             case .delivered(let revision, let count):

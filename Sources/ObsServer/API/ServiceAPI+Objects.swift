@@ -15,6 +15,7 @@ extension ServiceAPI {
             return response
         }
         router.on(.get, "/v1/objects") { request, _ in
+            if let cursor = request.stringQuery("after") { try Names.checkID(cursor, "cursor 'after'") }
             let page = try store.objects(
                 className: request.stringQuery("class"),
                 limit: try request.intQuery("limit", default: 100, in: 1...Self.maxPageSize),

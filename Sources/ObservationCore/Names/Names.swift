@@ -25,9 +25,10 @@ public enum Names {
         return utf8.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }
     }
 
-    /// Notification names: 1–256 characters, none of them a control character.
+    /// Notification names: 1–256 characters (Unicode scalars, as JSON Schema counts them), none
+    /// of them a control character.
     public static func isValidNotificationName(_ text: String) -> Bool {
-        guard (1...256).contains(text.count) else { return false }
+        guard (1...256).contains(text.unicodeScalars.count) else { return false }
         return text.unicodeScalars.allSatisfy { !$0.properties.generalCategory.isControl }
     }
 
