@@ -20,6 +20,9 @@ public struct CoreError: Error, Sendable, Equatable {
         case limitExceeded
         /// A request part over a size limit (a JSON string longer than the server allows).
         case payloadTooLarge
+        /// The server cannot make a write durable now (its data directory refuses writes);
+        /// `details.retryAfter` says in how many seconds to try again.
+        case unavailable
     }
 
     public let code: Code

@@ -52,6 +52,7 @@ struct DurabilityTests {
         let client = server.client()
         defer { client.close() }
         try client.createObject("a", values: ["n": 0])
+        let observer = try client.createObserver()
         // Another connection takes SQLite's write lock: the committer's transactions fail
         // (SQLITE_BUSY after its 1 s busy timeout), as they would on a full or failing disk.
         let blocker = try SQLiteDatabase(path: directory.path + "/" + StoreDatabase.fileName)
@@ -73,11 +74,25 @@ struct DurabilityTests {
         while try !aCommitFailed(), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
         #expect(try aCommitFailed())
         #expect(answered.withLock { $0 } == nil, "no answer before the change is durable")
+        // Meanwhile new writes are refused at once (503, Retry-After), changing nothing;
+        // reads, streams and keepalives go on.
+        let refused = try expectRefused(client, 503, "unavailable") {
+            try client.send("PUT", "/v1/objects/a/values/n", json: ["value": 2])
+        }
+        #expect(Int(refused.headers["retry-after"] ?? "") ?? 0 >= 1)
+        #expect(try client.get("/v1/stats")["writable"] == false)
+        #expect(try gauge(client, "obs_writable") == 0)
+        #expect(try client.get("/v1/objects/a").status == 200)
+        #expect(try client.send("POST", "/v1/observers/\(observer)/keepalive").status == 200)
+        let stream = try server.stream(observer)
+        #expect(stream.status == 200)
         try blocker.execute("ROLLBACK")
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(answered.withLock { $0 } == 200)
+        #expect(try client.get("/v1/stats")["writable"] == true)
+        try client.set("a", "n", 3)
         let image = try StoreDatabase(directory: directory.path).load()
-        #expect(try Store(restoring: image).value(of: "a", at: "n").value == 1)
+        #expect(try Store(restoring: image).value(of: "a", at: "n").value == 3)
     }
 
     @Test("every answered write is on disk when the answer arrives")

@@ -116,6 +116,7 @@ class EventStreamReader:
 
     def __init__(self, server, path):
         self.events = []
+        self.error = None
         self.connection = server.connection(timeout=60)
         headers = {"Accept": "text/event-stream"}
         if server.token:
@@ -130,7 +131,7 @@ class EventStreamReader:
         event, event_id, data = "message", None, []
         try:
             while True:
-                line = self.response.fp.readline()
+                line = self.response.readline()  # decodes the chunked body (an event may span chunks)
                 if not line:
                     return
                 line = line.decode().rstrip("\r\n")
@@ -144,7 +145,9 @@ class EventStreamReader:
                     event_id = int(line[4:])
                 elif line.startswith("data: "):
                     data.append(line[6:])
-        except (OSError, http.client.HTTPException, ValueError, AttributeError):
+        except ValueError as error:  # a malformed event: say so in wait_for
+            self.error = error
+        except (OSError, http.client.HTTPException, AttributeError):
             pass  # closed (AttributeError: the response's file is gone once closed)
 
     def wait_for(self, predicate, timeout=5):
@@ -155,7 +158,7 @@ class EventStreamReader:
                 if predicate(*item):
                     return item
             time.sleep(0.02)
-        raise AssertionError(f"no matching event in {timeout} s; got {self.events}")
+        raise AssertionError(f"no matching event in {timeout} s; got {self.events}, reader error {self.error!r}")
 
     def close(self):
         self.connection.close()

@@ -35,7 +35,9 @@ extension ServiceAPI {
         router.on(.post, "/v1/observers/{id}/keepalive") { _, parameters in
             let expiresAt = try store.keepalive(parameters["id"])
             timer.reschedule()
-            return .json(["expiresAt": expiresAt.map { .string($0.rfc3339) } ?? .null])
+            var response = HTTPResponse.json(["expiresAt": expiresAt.map { .string($0.rfc3339) } ?? .null])
+            response.reportsDurableChange = false  // leases are not stored: nothing to wait for
+            return response
         }
         registerObservations(in: &router)
     }

@@ -21,6 +21,7 @@ extension ServiceAPI {
             "droppedStreams": .int(hub.counters.dropped.load(ordering: .relaxed)),
             "requests": .int(counters.requests.load(ordering: .relaxed)),
             "revision": .int(stats.revision),
+            "writable": .bool(store.isWritable),
             "uptime": .double((counters.uptimeSeconds * 1000).rounded() / 1000),
         ]
     }
@@ -62,6 +63,9 @@ extension ServiceAPI {
             metric(name, "gauge", help, "\(value)")
         }
         metric("obs_uptime_seconds", "gauge", "Seconds since start.", "\(counters.uptimeSeconds)")
+        metric(
+            "obs_writable", "gauge", "1 while writes are accepted; 0 while the data directory refuses them (503).",
+            store.isWritable ? "1" : "0")
         if let figures = committer?.figures {
             metric("obs_commits_total", "counter", "Group commits to the data directory.", "\(figures.commits)")
             metric("obs_commit_rows_total", "counter", "Rows written by group commits.", "\(figures.rows)")

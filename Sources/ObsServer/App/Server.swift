@@ -64,7 +64,7 @@ final class Server: Sendable {
             if let refusal = authenticator.refusal(for: request) { return refusal.response }
             var response = router.respond(to: request)
             // A successful write is answered once it is durable (reads answer at once).
-            if durable, request.method != .get, (200..<300).contains(response.status) {
+            if durable, request.method != .get, response.reportsDurableChange, (200..<300).contains(response.status) {
                 response.holdUntil = store.journalSequence
             }
             return response

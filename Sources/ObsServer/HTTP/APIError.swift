@@ -21,6 +21,10 @@ struct APIError: Error, Sendable {
         self.init(
             status: Self.status(of: error.code), code: error.code.rawValue, message: error.message,
             details: error.details)
+        if error.code == .unavailable {
+            let seconds = if case .int(let seconds)? = error.details["retryAfter"] { seconds } else { 1 }
+            headers = [("Retry-After", String(seconds))]
+        }
     }
 
     static func status(of code: CoreError.Code) -> Int {
@@ -33,6 +37,7 @@ struct APIError: Error, Sendable {
         case .revisionMismatch: 412
         case .limitExceeded: 429
         case .payloadTooLarge: 413
+        case .unavailable: 503
         }
     }
 

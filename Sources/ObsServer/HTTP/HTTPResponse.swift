@@ -10,6 +10,9 @@ struct HTTPResponse: Sendable {
     var stream: (any StreamBody)?
     /// When set, the answer waits until the daemon's `ResponseGate` passes this ticket.
     var holdUntil: Int?
+    /// Whether a successful answer to a write waits until what it reports is durable; false
+    /// for writes that store nothing (a keepalive), so they go on while the disk refuses writes.
+    var reportsDurableChange = true
     /// The route that answered (`GET /v1/objects/{id}`), for latency figures.
     var route = "unmatched"
 

@@ -14,8 +14,11 @@ import ObservationCore
 /// was measured: 20–30 % fewer writes per second with 64 clients.) Idle, the thread
 /// sleeps on a semaphore the store signals.
 ///
-/// A failed write is retried (with back-off) together with later changes; the answers
-/// it holds wait, since the changes they report are not durable yet.
+/// A failed write (disk full, I/O error) is retried with back-off, merged with whatever
+/// changes after it into one batch (memory grows with the entities changed, not with the
+/// retries). The answers it holds wait, since the changes they report are not durable yet;
+/// meanwhile the store refuses new writes with 503 `unavailable` (reads and streams go on),
+/// and accepts them again as soon as a commit succeeds.
 final class Committer: Sendable {
     private struct State {
         var started = false
@@ -67,49 +70,50 @@ final class Committer: Sendable {
     }
 
     private func run() {
-        var pending: [JournalBatch] = []  // taken, not yet durable (after a failed write)
-        var backoff = 0.05
+        var pending: JournalBatch?  // taken, not yet durable; after a failed write, with all that came since
+        var outage = OutageLog()
         while true {
             signal.wait()
             let stopping = state.withLock { $0.stopping }
             let batch = store.takeJournalBatch()
-            if !batch.isEmpty || batch.sequence > gate.durable { pending.append(batch) }
-            if pending.isEmpty {
+            if !batch.isEmpty || batch.sequence > gate.durable {
+                pending = pending.map { $0.merged(with: batch) } ?? batch
+            }
+            guard let work = pending else {
                 if stopping { break }
                 continue
             }
-            if write(pending) {
-                for batch in pending { batch.publish() }
-                gate.open(through: batch.sequence)
-                pending = []
-                backoff = 0.05
-            } else if stopping {
-                logger.critical("stopping with \(pending.count) change batches not written to the data directory")
-                break
-            } else {
+            if let failure = write(work) {
+                if stopping {
+                    logger.critical("stopping with changes not written to the data directory: \(failure)")
+                    break
+                }
+                let backoff = outage.failed(failure, logger: logger)
+                store.refuseWrites(because: failure.description, retryAfter: Int(backoff.rounded(.up)))
                 Thread.sleep(forTimeInterval: backoff)
-                backoff = min(backoff * 2, 2)
                 signal.signal()  // retry even when nothing new arrives
                 continue
             }
+            work.publish()
+            gate.open(through: work.sequence)
+            pending = nil
+            if outage.recovered(logger: logger) { store.acceptWrites() }
             if stopping { break }
         }
         finished.signal()
     }
 
-    /// Writes batches in one transaction (later rows win); false when it failed.
-    private func write(_ batches: [JournalBatch]) -> Bool {
-        guard let last = batches.last else { return true }
-        let rows = batches.flatMap { $0.rows() }
+    /// Writes a batch in one transaction; the failure, if any.
+    private func write(_ batch: JournalBatch) -> SQLiteError? {
+        let rows = batch.rows()
         let started = ContinuousClock.now
         do {
             try database.withLock { box throws(SQLiteError) in
-                try box.database.write(rows, revision: last.revision, adminLastEventID: last.adminLastEventID)
+                try box.database.write(rows, revision: batch.revision, adminLastEventID: batch.adminLastEventID)
             }
         } catch {
             counters.withLock { $0.failures += 1 }
-            logger.error("cannot write to the data directory (the answers wait; retrying): \(error)")
-            return false
+            return error
         }
         let elapsed = (ContinuousClock.now - started).inSeconds
         counters.withLock { figures in
@@ -117,6 +121,41 @@ final class Committer: Sendable {
             figures.rows += rows.count
             figures.seconds += elapsed
         }
+        return nil
+    }
+}
+
+/// The committer's view of an outage: back-off between retries, and a log that says when
+/// writes stopped and started again (not one line per retry).
+private struct OutageLog {
+    private var backoff = 0.05
+    private var since: ContinuousClock.Instant?
+    private var lastReport: ContinuousClock.Instant?
+
+    /// A commit failed: logs it (the first time, then once a minute); returns the wait before the next try.
+    mutating func failed(_ failure: SQLiteError, logger: Logger) -> Double {
+        let now = ContinuousClock.now
+        if since == nil {
+            since = now
+            logger.error("cannot write to the data directory; writes answer 503 until it can: \(failure)")
+        } else if let lastReport, now - lastReport < .seconds(60) {
+            defer { backoff = min(backoff * 2, 2) }
+            return backoff
+        } else {
+            logger.error("still cannot write to the data directory: \(failure)")
+        }
+        lastReport = now
+        defer { backoff = min(backoff * 2, 2) }
+        return backoff
+    }
+
+    /// A commit succeeded; true when it ended an outage.
+    mutating func recovered(logger: Logger) -> Bool {
+        backoff = 0.05
+        guard let since else { return false }
+        logger.notice("the data directory takes writes again (after \(ContinuousClock.now - since))")
+        self.since = nil
+        lastReport = nil
         return true
     }
 }

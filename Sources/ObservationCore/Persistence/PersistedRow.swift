@@ -57,6 +57,32 @@ public struct JournalBatch: Sendable {
 
     public var isEmpty: Bool { entities.isEmpty }
 
+    /// This batch followed by `later` as one: each entity once, as `later` has it when both
+    /// changed it (a failed commit is retried together with what came after it, in memory
+    /// that grows with the entities changed, not with the number of retries or changes).
+    public func merged(with later: JournalBatch) -> JournalBatch {
+        var order: [EntityKey] = []
+        var latest: [EntityKey: (kind: EntityKind, id: String, entity: Entity?)] = [:]
+        for change in entities + later.entities {
+            let key = EntityKey(kind: change.kind, id: change.id)
+            if latest.updateValue(change, forKey: key) == nil { order.append(key) }
+        }
+        var logs: [ObjectIdentifier: (log: EventLog, lastID: Int)] = [:]
+        var logOrder: [ObjectIdentifier] = []
+        for (log, lastID) in self.logs + later.logs {
+            let key = ObjectIdentifier(log)
+            if let known = logs[key] {
+                logs[key] = (log, max(known.lastID, lastID))
+            } else {
+                logs[key] = (log, lastID)
+                logOrder.append(key)
+            }
+        }
+        return JournalBatch(
+            sequence: max(sequence, later.sequence), revision: max(revision, later.revision),
+            entities: order.compactMap { latest[$0] }, adminLog: adminLog, logs: logOrder.compactMap { logs[$0] })
+    }
+
     /// Shows the batch's events to streams (call once it is durable).
     public func publish() {
         for (log, lastID) in logs { log.publish(through: lastID) }
@@ -65,6 +91,11 @@ public struct JournalBatch: Sendable {
 
     /// The admin stream's last event id, read now (ids only grow: a later one is safe to store).
     public var adminLastEventID: Int { adminLog.lastID }
+
+    private struct EntityKey: Hashable {
+        let kind: EntityKind
+        let id: String
+    }
 
     /// The rows to write: one per changed entity, `document` nil for a deleted one.
     public func rows() -> [PersistedRow] {

@@ -82,7 +82,7 @@ extension Store {
     /// Delivers the queued postings of a style; returns how many.
     @discardableResult
     public func flushQueued(_ style: PostingStyle) -> Int {
-        (try? change { state in
+        (try? change(needsDisk: false) { state in
             switch style {
             case .now: 0
             case .asap: state.flushQueue(.asap)

@@ -38,7 +38,7 @@ extension Store {
     /// Restarts the lease; returns when it now runs out (nil while a stream holds it).
     public func keepalive(_ id: String) throws(CoreError) -> Timestamp? {
         let now = Moment.now()
-        return try change { state throws(CoreError) in try state.keepalive(id, at: now) }
+        return try change(needsDisk: false) { state throws(CoreError) in try state.keepalive(id, at: now) }
     }
 
     /// Registers key paths of an object for an observer (deduplicated per pair).
@@ -71,7 +71,7 @@ extension Store {
     @discardableResult
     public func expireLeases() -> [String] {
         let now = Moment.now()
-        return (try? change { state in state.expireLeases(at: now) }) ?? []
+        return (try? change(needsDisk: false) { state in state.expireLeases(at: now) }) ?? []
     }
 
     /// When the next lease may run out.

@@ -26,8 +26,14 @@ public final class Store: Sendable {
     /// Runs a mutating operation under the lock. After the lock is released, it wakes the
     /// streams of every log it appended to (in memory), or signals the committer (persistent:
     /// the journal holds the logs back until their batch is durable).
-    func change<T>(_ body: (inout StoreState) throws(CoreError) -> T) throws(CoreError) -> T {
+    ///
+    /// A client's write (`needsDisk`) is refused with `unavailable` while the data directory
+    /// cannot take writes, before it changes anything. Background changes (leases running out,
+    /// queued postings going out) and writes nothing stores (a keepalive) go on: their events
+    /// wait in the journal like any other until a commit succeeds.
+    func change<T>(needsDisk: Bool = true, _ body: (inout StoreState) throws(CoreError) -> T) throws(CoreError) -> T {
         let (result, logs, signal) = try state.withLock { state throws(CoreError) in
+            if needsDisk, let outage = state.outage { throw outage.error }
             let wasEmpty = state.journal.isEmpty
             let result = try body(&state)
             var wake: [EventLog] = []
@@ -151,6 +157,22 @@ public final class Store: Sendable {
             return revision
         }
     }
+
+    // MARK: - Outages
+
+    /// Refuses clients' writes (`unavailable`, retry after `retryAfter` seconds) until
+    /// `acceptWrites()`: the data directory cannot take them now.
+    public func refuseWrites(because reason: String, retryAfter: Int) {
+        state.withLock { $0.outage = Outage(reason: reason, retryAfter: max(1, retryAfter)) }
+    }
+
+    /// Accepts writes again (a commit succeeded).
+    public func acceptWrites() {
+        state.withLock { $0.outage = nil }
+    }
+
+    /// Whether clients' writes are accepted now.
+    public var isWritable: Bool { state.withLock { $0.outage == nil } }
 
     // MARK: - Stats
 

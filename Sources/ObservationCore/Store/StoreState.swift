@@ -44,6 +44,8 @@ struct StoreState: Sendable {
     var touchedLogs: [ObjectIdentifier: EventLog] = [:]
     /// What changed since the last commit (persistence).
     var journal: Journal
+    /// Why writes are refused now (the data directory cannot take them), and when to retry.
+    var outage: Outage?
 
     init(limits: StoreLimits, persistent: Bool = false) {
         self.limits = limits
