@@ -4,7 +4,7 @@
 // /v1/stats and /v1/observers every POLL_MS.
 
 import { Api, ApiError } from "./api.js";
-import { el } from "./frame.js";
+import { el, schedule } from "./frame.js";
 import { LiveStream } from "./live-stream.js";
 import { Model } from "./model.js";
 import { fetchSnapshot } from "./snapshot.js";
@@ -152,7 +152,9 @@ async function refetch() {
     const queued = buffered;
     buffered = null;
     for (const [kind, data] of queued) model.apply(kind, data);
-    $("dashboard").setAttribute("aria-busy", "false");
+    // Not busy once the views have drawn the snapshot: their redraws are already scheduled
+    // for the next frame, and this runs after them in that same frame.
+    schedule(markLoaded);
   } catch (error) {
     if (mine !== generation) return;
     const problem = error instanceof ApiError ? tokenProblem(error) : null;
@@ -160,6 +162,10 @@ async function refetch() {
     showAlert(`Loading the state failed: ${error.readable ?? error.message}. Retrying…`);
     setTimeout(() => mine === generation && refetch(), 2000);
   }
+}
+
+function markLoaded() {
+  $("dashboard").setAttribute("aria-busy", "false");
 }
 
 /** Called when a stream gave up: a 401 asks for the token (and stops); anything else retries. */

@@ -8,6 +8,11 @@ import time
 
 import pytest
 from conftest import ROOT, EventStreamReader
+from selenium.common.exceptions import (
+    ElementClickInterceptedException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -29,6 +34,29 @@ def shown(browser, selector, text, timeout=5):
     """Waits until the first element matching `selector` shows `text` (found afresh each time:
     the page redraws elements, so a kept reference can go stale)."""
     wait(browser, timeout).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, selector), text))
+
+
+def click(browser, selector, timeout=5):
+    """Clicks the first element matching `selector` once it is shown, finding it afresh on every
+    try: the page redraws rows, so an element found a moment ago may be stale (retried, not an error)."""
+    def attempt(b):
+        try:
+            element = b.find_element(By.CSS_SELECTOR, selector)
+            if not (element.is_displayed() and element.is_enabled()):
+                return False
+            element.click()
+            return True
+        except (NoSuchElementException, StaleElementReferenceException, ElementClickInterceptedException):
+            return False
+    wait(browser, timeout).until(attempt, f"nothing clickable matches {selector}")
+
+
+def attribute_values(browser, selector, name):
+    """The attribute `name` of every element matching `selector`, read in one go in the page
+    (no element references that a redraw could make stale)."""
+    return browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((element) => element.getAttribute(arguments[1]))",
+        selector, name)
 
 
 def gone(by, selector):
@@ -107,7 +135,7 @@ def test_value_set_from_the_page_reaches_the_clients_stream_and_the_feed(server_
     stream = EventStreamReader(server, f"/v1/observers/{observer['id']}/events")
     try:
         open_dashboard(browser, server)
-        browser.find_element(By.CSS_SELECTOR, 'tr[data-object="acct-1"] button').click()
+        click(browser, 'tr[data-object="acct-1"] button')
         form = browser.find_element(By.ID, "object-form")
         assert form.find_element(By.NAME, "object").get_attribute("value") == "acct-1"
         fill(form, "keyPath", "balance")
@@ -131,8 +159,7 @@ def test_value_set_from_the_page_reaches_the_clients_stream_and_the_feed(server_
         # The feed filters by kind and object.
         kind = browser.find_element(By.ID, "feed-kind")
         kind.send_keys("observationAdded")
-        wait(browser).until(lambda b: all(
-            li.get_attribute("data-kind") == "observationAdded" for li in b.find_elements(By.CSS_SELECTOR, "#feed li")))
+        wait(browser).until(lambda b: set(attribute_values(b, "#feed li", "data-kind")) == {"observationAdded"})
     finally:
         stream.close()
 
@@ -175,7 +202,7 @@ def test_forms_create_an_observer_with_a_registration_and_post_a_notification(se
         (By.CSS_SELECTOR, f'g.edge.observation[data-observer="{observer["id"]}"]')))
 
     # Watch the observer's own stream from its row, then post from the page.
-    browser.find_element(By.CSS_SELECTOR, f'tr[data-observer="{observer["id"]}"] button').click()
+    click(browser, f'tr[data-observer="{observer["id"]}"] button')
     post = browser.find_element(By.ID, "post-form")
     fill(post, "name", "Ping")
     fill(post, "userInfo", '{"n": 1}')
@@ -389,7 +416,7 @@ def test_deleting_from_the_page_asks_first(server_factory, browser):
     shown(browser, "#object-form .result", "drop deleted")
     wait(browser).until(gone(By.CSS_SELECTOR, 'tr[data-object="drop"]'))
 
-    browser.find_element(By.CSS_SELECTOR, f'tr[data-observer="{observer["id"]}"] button.danger').click()
+    click(browser, f'tr[data-observer="{observer["id"]}"] button.danger')
     wait(browser).until(EC.alert_is_present()).accept()
     wait(browser).until(gone(By.CSS_SELECTOR, f'tr[data-observer="{observer["id"]}"]'))
     assert server.request("GET", f"/v1/observers/{observer['id']}")[0] == 404
