@@ -12,12 +12,13 @@ TSAN_DIR   := .build-tsan
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release deps deps-browser deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers clean help
+.PHONY: run build release deps deps-browser deps-blackbox deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers soak clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
 	@echo "make test   - install what is missing, then every test (lint, swift test, thread sanitizer)"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
+	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
 
 ## System packages: checked with pkg-config / command -v, installed with apt-get when missing.
 deps:
@@ -32,6 +33,13 @@ $(VENV)/.ready: Tests/blackbox/requirements.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r Tests/blackbox/requirements.txt
 	@touch $@
+
+## The black-box suites also run the README's curl walk-through (curl, jq), mount a small tmpfs
+## (a full disk) and make network namespaces (a vanished client): iproute2 and util-linux's mount.
+deps-blackbox:
+	@command -v curl >/dev/null && command -v jq >/dev/null && command -v ip >/dev/null && command -v mount >/dev/null || { \
+	  echo "==> installing curl, jq, iproute2 and mount"; $(APT_GET) update -qq \
+	  && $(APT_GET) install -y -qq curl jq iproute2 mount >/dev/null; }
 
 ## The browser tests drive Debian's chromium through its chromedriver (never a downloaded one).
 deps-browser:
@@ -70,7 +78,7 @@ test-swift:
 	@! grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log || { echo "warnings in project code"; exit 1; }
 	$(SWIFT) test --skip-build
 
-test-blackbox: $(VENV)/.ready deps-browser
+test-blackbox: $(VENV)/.ready deps-browser deps-blackbox
 	$(VENV)/bin/pytest -q Tests/blackbox
 
 test-tsan:
@@ -92,6 +100,11 @@ bench-peers: deps-bench release
 	  BENCH_OBS_CMD="$(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port} --data-dir {data} --log-level warning" \
 	    $(PEERS_CMD) --out $(CURDIR)/build/bench-peers; \
 	else echo "../shared/bench not found: skipping the side-by-side run"; fi
+
+## 30 minutes of mixed load on the release server; prints RSS each minute (it must stay flat) and
+## writes the table into BENCHMARKS.md. Not part of make test.
+soak: release
+	python3 bench/soak.py --minutes 30
 
 clean:
 	rm -rf .build $(TSAN_DIR) build

@@ -25,15 +25,17 @@ def free_port():
 class ServerProcess:
     """One obs-server process on a free port; `start` waits (bounded) until /healthz answers."""
 
-    def __init__(self, *args, data_dir=None, token=None):
+    def __init__(self, *args, data_dir=None, token=None, host="127.0.0.1"):
         self.args = list(args)
         self.data_dir = data_dir
         self.token = token
+        self.host = host
         self.port = free_port()
         self.process = None
 
     def start(self, timeout=15):
-        command = [str(BINARY), "--port", str(self.port), "--public-dir", str(ROOT / "Public"), "--log-level", "error"]
+        command = [str(BINARY), "--host", self.host, "--port", str(self.port), "--public-dir", str(ROOT / "Public"),
+                   "--log-level", "error"]
         if self.data_dir:
             command += ["--data-dir", str(self.data_dir)]
         if self.token:
@@ -68,10 +70,10 @@ class ServerProcess:
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def connection(self, timeout=10):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None, connection=None):
         """One request; returns (status, decoded JSON or text)."""
