@@ -8,6 +8,7 @@ Needs root for `ip netns` (CI has it): without it the test fails and says so.
 """
 
 import os
+import socket
 import subprocess
 import time
 
@@ -79,3 +80,31 @@ def test_with_the_default_settings_a_vanished_peer_is_dropped_within_60_s(server
     server = server_factory("--allow-open", host=cable[1]).start()
     elapsed = vanish_and_time(server, cable, limit=60)
     print(f"vanished peer noticed after {elapsed:.1f} s with the default settings")
+
+
+def cpu_seconds(process):
+    with open(f"/proc/{process.pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_streams_cost_no_cpu(server_factory):
+    """500 parked streams, each socket watched for hang-up: between heartbeats the server sleeps."""
+    server = server_factory().start()
+    observer = server.request("POST", "/v1/observers", {"name": "idle", "lease": 600})[1]["id"]
+    streams = []
+    for _ in range(500):
+        stream = socket.create_connection((server.host, server.port))
+        stream.sendall(f"GET /v1/observers/{observer}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        streams.append(stream)
+    deadline = time.monotonic() + 10
+    while server.request("GET", "/v1/stats")[1]["streams"] != 500:
+        assert time.monotonic() < deadline, "the streams did not all open"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    before = cpu_seconds(server.process)
+    time.sleep(5)
+    used = cpu_seconds(server.process) - before
+    for stream in streams:
+        stream.close()
+    assert used <= 0.05, f"500 idle streams used {used:.2f} s of CPU in 5 s"
