@@ -83,6 +83,7 @@ struct DurabilityTests {
         #expect(try client.get("/v1/stats")["writable"] == false)
         #expect(try gauge(client, "obs_writable") == 0)
         #expect(try client.get("/v1/objects/a").status == 200)
+        #expect(try client.send("HEAD", "/v1/objects/a").status == 200, "a HEAD is a read: it never waits")
         #expect(try client.send("POST", "/v1/observers/\(observer)/keepalive").status == 200)
         let stream = try server.stream(observer)
         #expect(stream.status == 200)
@@ -93,6 +94,39 @@ struct DurabilityTests {
         try client.set("a", "n", 3)
         let image = try StoreDatabase(directory: directory.path).load()
         #expect(try Store(restoring: image).value(of: "a", at: "n").value == 3)
+    }
+
+    @Test("stopping while commits fail closes the held answers unanswered, and nothing unanswered is stored")
+    func stopDuringAnOutage() throws {
+        let directory = try TemporaryDirectory()
+        let server = try TestServer { $0.dataDir = directory.path }
+        let client = server.client()
+        try client.createObject("a", values: ["n": 0])
+        let blocker = try SQLiteDatabase(path: directory.path + "/" + StoreDatabase.fileName)
+        try blocker.execute("BEGIN IMMEDIATE")
+        let answered = Locked<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let port = server.port
+        Thread.detachNewThread {
+            let writer = TestClient(port: port)
+            do {
+                answered.withLock {
+                    $0 = "\((try? writer.send("PUT", "/v1/objects/a/values/n", json: ["value": 1]))?.status ?? 0)"
+                }
+            }
+            writer.close()
+            done.signal()
+        }
+        try waitUntil(within: .seconds(10)) { try client.get("/v1/stats")["writable"] == false }
+        client.close()
+        let started = ContinuousClock.now
+        server.stop()  // libmicrohttpd aborts the process if stopped with suspended connections
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        #expect(answered.withLock { $0 } == "0", "the held write must not be answered: its durability is unknown")
+        try blocker.execute("ROLLBACK")
+        let image = try StoreDatabase(directory: directory.path).load()
+        #expect(try Store(restoring: image).value(of: "a", at: "n").value == 0)
     }
 
     @Test("every answered write is on disk when the answer arrives")

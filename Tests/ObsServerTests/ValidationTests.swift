@@ -18,7 +18,6 @@ struct ValidationTests {
         ("POST", "/v1/notifications", ["name": .string(String(repeating: "é", count: 257))], 400, "invalidName"),
         ("POST", "/v1/notifications", ["name": "N", "object": "a b"], 400, "invalidName"),
         ("GET", "/v1/objects?after=a%20b", nil, 400, "invalidName"),
-        ("GET", "/v1/objects?limit=", nil, 400, "invalidRequest"),
         ("GET", "/v1/objects?limit=0", nil, 400, "invalidRequest"),
         ("GET", "/v1/objects?limit=x", nil, 400, "invalidRequest"),
         ("POST", "/v1/objects", ["id": 5], 400, "typeMismatch"),
@@ -44,7 +43,8 @@ struct ValidationTests {
             #expect(object.status == 201 && object["values"] == [:], "\(object.text)")
             let posted = try client.send("POST", "/v1/notifications", json: ["name": "N", "userInfo": .null])
             #expect(posted.status == 200, "\(posted.text)")
-            #expect(try client.get("/v1/objects?class=&after=").status == 200, "empty filters read as absent")
+            let page = try client.get("/v1/objects?class=&limit=&after=")  // the contract's own spelling
+            #expect(page.status == 200 && page["objects"].arrayCount == 1, "empty arguments read as absent")
         }
     }
 }

@@ -118,6 +118,7 @@ class EventStreamReader:
 
     def __init__(self, server, path):
         self.events = []
+        self.comments = 0  # `: …` lines (keep-alives) seen so far
         self.error = None
         self.connection = server.connection(timeout=60)
         headers = {"Accept": "text/event-stream"}
@@ -147,6 +148,8 @@ class EventStreamReader:
                     event_id = int(line[4:])
                 elif line.startswith("data: "):
                     data.append(line[6:])
+                elif line.startswith(":"):
+                    self.comments += 1
         except ValueError as error:  # a malformed event: say so in wait_for
             self.error = error
         except (OSError, http.client.HTTPException, AttributeError):

@@ -91,6 +91,11 @@ def test_a_full_disk_answers_503_keeps_reading_and_loses_nothing(server_factory,
     # and a new one opens.
     assert server.request("GET", f"/v1/objects/doc/values/{acknowledged[0]}")[1]["value"] == VALUE
     stream.wait_for(lambda event, _, data: event == "change" and data["keyPath"] == "k0")
+    comments = stream.comments
+    deadline = time.monotonic() + 5
+    while stream.comments == comments:  # the open stream is alive: its keep-alives keep coming
+        assert time.monotonic() < deadline, "no keep-alive on the open stream while the disk was full"
+        time.sleep(0.05)
     second = EventStreamReader(server, f"/v1/observers/{observer}/events")
     second.wait_for(lambda event, _, data: event == "change" and data["keyPath"] == "k0")
 

@@ -90,7 +90,8 @@ def cpu_seconds(process):
 
 def test_idle_streams_cost_no_cpu(server_factory):
     """500 parked streams, each socket watched for hang-up: between heartbeats the server sleeps."""
-    server = server_factory().start()
+    server = server_factory("--heartbeat-interval", "15").start()
+    started = time.monotonic()
     observer = server.request("POST", "/v1/observers", {"name": "idle", "lease": 600})[1]["id"]
     streams = []
     for _ in range(500):
@@ -107,4 +108,5 @@ def test_idle_streams_cost_no_cpu(server_factory):
     used = cpu_seconds(server.process) - before
     for stream in streams:
         stream.close()
+    assert time.monotonic() - started < 15, "the window reached the first heartbeat round: not idle"
     assert used <= 0.05, f"500 idle streams used {used:.2f} s of CPU in 5 s"

@@ -22,7 +22,7 @@ extension ServiceAPI {
         }
         router.on(.delete, "/v1/observers/{id}/subscriptions") { request, parameters in
             _ = try store.unsubscribe(
-                observerID: parameters["id"], name: request.stringQuery("name"), object: request.stringQuery("object"))
+                observerID: parameters["id"], name: request.stringQuery("name"), object: try request.idQuery("object"))
             return .noContent
         }
         router.on(.post, "/v1/notifications") { request, _ in

@@ -15,11 +15,10 @@ extension ServiceAPI {
             return response
         }
         router.on(.get, "/v1/objects") { request, _ in
-            if let cursor = request.stringQuery("after") { try Names.checkID(cursor, "cursor 'after'") }
             let page = try store.objects(
-                className: request.stringQuery("class"),
+                className: try request.idQuery("class"),
                 limit: try request.intQuery("limit", default: 100, in: 1...Self.maxPageSize),
-                after: request.stringQuery("after"))
+                after: try request.idQuery("after"))
             let objects: [JSON] = page.objects.map { .object($0.json) }
             return .json(["objects": .array(objects), "next": page.next.map(JSON.string) ?? .null])
         }

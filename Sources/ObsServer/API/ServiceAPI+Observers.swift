@@ -85,9 +85,10 @@ extension ServiceAPI {
             return .noContent
         }
         router.on(.delete, "/v1/observers/{id}/observations") { request, parameters in
+            let keyPath = request.stringQuery("keyPath")
+            if let keyPath { _ = try KeyPath(keyPath) }  // not a key path: 400, never a look-alike match
             _ = try store.unobserve(
-                observerID: parameters["id"], objectID: request.stringQuery("object"),
-                keyPath: request.stringQuery("keyPath"))
+                observerID: parameters["id"], objectID: try request.idQuery("object"), keyPath: keyPath)
             return .noContent
         }
     }

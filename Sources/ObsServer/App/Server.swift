@@ -64,7 +64,9 @@ final class Server: Sendable {
             if let refusal = authenticator.refusal(for: request) { return refusal.response }
             var response = router.respond(to: request)
             // A successful write is answered once it is durable (reads answer at once).
-            if durable, request.method != .get, response.reportsDurableChange, (200..<300).contains(response.status) {
+            if durable, Self.writes.contains(request.method), response.reportsDurableChange,
+                (200..<300).contains(response.status)
+            {
                 response.holdUntil = store.journalSequence
             }
             return response
@@ -74,6 +76,9 @@ final class Server: Sendable {
         self.router = router
         self.timer = timer
     }
+
+    /// The methods that change state (a HEAD is a read: it never waits for durability).
+    private static let writes: Set<HTTPMethod> = [.post, .put, .patch, .delete]
 
     /// Starts the committer, then listening (and the lease/heartbeat timer); returns the bound port.
     func start() throws -> UInt16 {

@@ -99,6 +99,8 @@ final class HTTPDaemon: Sendable {
 
     /// Ends every event stream (and any that opens from now on), waits for them and for
     /// answers held at the gate (at most `grace`), then closes every connection. Idempotent.
+    /// Answers still held after `grace` (their commits keep failing) are abandoned: their
+    /// connections close unanswered (libmicrohttpd aborts if stopped with suspended ones).
     ///
     /// `MHD_quiesce_daemon` is not used: in 0.9.75 it races with epoll workers removing the
     /// listen socket themselves ("Failed to remove listen FD from epoll set", a panic, seen
@@ -113,6 +115,11 @@ final class HTTPDaemon: Sendable {
         let deadline = ContinuousClock.now + grace
         while !streams.withLock({ $0.open.isEmpty }) || held.withLock({ $0 > 0 }), ContinuousClock.now < deadline {
             usleep(2_000)  // shutdown only: streams drain in a few milliseconds
+        }
+        if held.withLock({ $0 > 0 }) {
+            options.gate?.abandon()
+            let abandoned = ContinuousClock.now + .seconds(2)
+            while held.withLock({ $0 > 0 }), ContinuousClock.now < abandoned { usleep(2_000) }
         }
         MHD_stop_daemon(handle.pointer)
         watcher.stop()
@@ -186,6 +193,7 @@ final class HTTPDaemon: Sendable {
         if let answer = pending.held {
             pending.held = nil
             held.withLock { $0 -= 1 }
+            if pending.abandoned { return .NO }  // closed unanswered: durability unknown
             return answered(pending, answer, connection)
         }
         if let rejection = pending.rejection { return answered(pending, rejection.response, connection) }
@@ -196,14 +204,18 @@ final class HTTPDaemon: Sendable {
         if let ticket = answer.holdUntil, let gate = options.gate {
             let handle = ConnectionHandle(pointer: connection)
             pending.held = answer
-            let parked = gate.hold(until: ticket) {
+            let decision = gate.hold(until: ticket) {
                 held.withLock { $0 += 1 }
                 MHD_suspend_connection(connection)
-            } release: {
+            } release: { passed in
+                if !passed { pending.abandoned = true }
                 MHD_resume_connection(handle.pointer)
             }
-            if parked { return .YES }
-            pending.held = nil
+            switch decision {
+            case .parked: return .YES
+            case .abandoned: return .NO
+            case .passed: pending.held = nil
+            }
         }
         return answered(pending, answer, connection)
     }
@@ -249,6 +261,8 @@ final class HTTPDaemon: Sendable {
         let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self, watch: watch)).toOpaque()
         guard let created = cmhd_create_stream_response(4 * 1024, Self.streamReader, context, Self.streamFreed) else {
             Unmanaged<StreamContext>.fromOpaque(context).release()
+            if let watch { watcher.unwatch(socket, token: watch) }
+            stream.finish()  // the stream leaves the counts it entered when it was opened
             return .NO
         }
         defer { MHD_destroy_response(created) }
@@ -356,6 +370,8 @@ private final class PendingRequest: @unchecked Sendable {
     var rejection: APIError?
     /// The answer, while it waits at the gate.
     var held: HTTPResponse?
+    /// The gate gave up on the held answer (shutdown): close without answering.
+    var abandoned = false
     let started = ContinuousClock.now
 
     init(method: String, path: String) {

@@ -2,8 +2,23 @@
 ///
 /// The daemon asks `hold` for an answer that carries a ticket (`HTTPResponse.holdUntil`).
 /// When the ticket has not passed yet, the gate calls `park` (which suspends the
-/// connection) and returns true; later it calls `release` exactly once, and the daemon
-/// then sends the answer. It must never call `release` before `park`.
+/// connection) and answers `.parked`; later it calls `release` exactly once: with `true`
+/// when the ticket passed (the daemon then sends the answer), with `false` when the gate
+/// gave up on it (`abandon()`, at shutdown: the daemon closes the connection unanswered,
+/// since whether the change is durable is not known). It never calls `release` before `park`.
 protocol ResponseGate: Sendable {
-    func hold(until ticket: Int, park: () -> Void, release: @escaping @Sendable () -> Void) -> Bool
+    func hold(until ticket: Int, park: () -> Void, release: @escaping @Sendable (_ passed: Bool) -> Void)
+        -> GateDecision
+    /// Releases every parked answer with `false`; from now on `hold` answers `.abandoned`.
+    func abandon()
+}
+
+/// What the gate decided for an answer.
+enum GateDecision {
+    /// The ticket has passed: send the answer now.
+    case passed
+    /// Parked; `release` comes later.
+    case parked
+    /// The gate gave up (shutdown): close the connection without an answer.
+    case abandoned
 }

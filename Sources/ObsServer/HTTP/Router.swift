@@ -38,6 +38,15 @@ fileprivate enum Segment: Sendable, Equatable {
 }
 
 fileprivate struct Route: Sendable {
+    /// Every parameter in a path (ids, names, key paths) is ASCII by the naming rules: an empty
+    /// segment, a control character or anything beyond ASCII never names anything, so no route
+    /// matches it (404). Spaces and other printable characters reach the handler, which says
+    /// what is wrong with the name (400). (Swift compares strings by canonical equivalence:
+    /// without this, a KELVIN SIGN would name the object `K`.)
+    static func isParameter(_ segment: String) -> Bool {
+        !segment.isEmpty && segment.utf8.allSatisfy { (0x20...0x7E).contains($0) }
+    }
+
     let method: HTTPMethod
     let pattern: String
     let segments: [Segment]
@@ -58,7 +67,9 @@ fileprivate struct Route: Sendable {
         for (segment, part) in zip(segments, parts) {
             switch segment {
             case .literal(let literal): if literal != part { return nil }
-            case .parameter(let name): parameters.values.append((name, part))
+            case .parameter(let name):
+                guard Self.isParameter(part) else { return nil }
+                parameters.values.append((name, part))
             }
         }
         return parameters

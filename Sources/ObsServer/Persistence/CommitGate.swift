@@ -8,17 +8,19 @@ import ObservationCore
 final class CommitGate: ResponseGate {
     private struct State {
         var durable = 0
-        var waiting: [(ticket: Int, release: @Sendable () -> Void)] = []
+        var waiting: [(ticket: Int, release: @Sendable (Bool) -> Void)] = []
+        var abandoned = false
     }
 
     private let state = Locked(State())
 
-    func hold(until ticket: Int, park: () -> Void, release: @escaping @Sendable () -> Void) -> Bool {
+    func hold(until ticket: Int, park: () -> Void, release: @escaping @Sendable (Bool) -> Void) -> GateDecision {
         state.withLock { state in
-            guard ticket > state.durable else { return false }
+            guard ticket > state.durable else { return .passed }
+            guard !state.abandoned else { return .abandoned }
             park()
             state.waiting.append((ticket, release))
-            return true
+            return .parked
         }
     }
 
@@ -27,11 +29,20 @@ final class CommitGate: ResponseGate {
         state.withLock { state in
             state.durable = max(state.durable, sequence)
             guard !state.waiting.isEmpty else { return }
-            var still: [(ticket: Int, release: @Sendable () -> Void)] = []
+            var still: [(ticket: Int, release: @Sendable (Bool) -> Void)] = []
             for waiter in state.waiting {
-                if waiter.ticket <= state.durable { waiter.release() } else { still.append(waiter) }
+                if waiter.ticket <= state.durable { waiter.release(true) } else { still.append(waiter) }
             }
             state.waiting = still
+        }
+    }
+
+    /// Shutdown while commits fail: the answers still waiting will never be known durable.
+    func abandon() {
+        state.withLock { state in
+            state.abandoned = true
+            for waiter in state.waiting { waiter.release(false) }
+            state.waiting = []
         }
     }
 

@@ -73,11 +73,10 @@ final class EventStream: StreamBody {
             for record in records { state.outbox.append(record) }
             if !records.isEmpty { return nil }
         }
-        switch log.read(after: state.cursor, maxBytes: Self.batchBytes) {
+        switch log.read(after: state.cursor, maxBytes: Self.batchBytes, advancing: state.token) {
         case .events(let events):
             for event in events { state.outbox.append(event) }
             state.cursor = events.last?.id ?? state.cursor
-            if let token = state.token { log.advance(token, to: state.cursor) }
             counters.events.add(events.count, ordering: .relaxed)
             state.heartbeatDue = false
             return nil

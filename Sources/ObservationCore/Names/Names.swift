@@ -1,11 +1,10 @@
 /// The naming rules of the contract (section 1).
 public enum Names {
-    /// Object ids, observer names and class names: 1–128 of `A–Z a–z 0–9 . _ ~ -`, except `.`
-    /// and `..`: clients remove those dot-segments from URLs before sending (RFC 3986, 5.2.4),
-    /// so no URL could name such an object.
+    /// Object ids, observer names and class names: 1–128 of `A–Z a–z 0–9 . _ ~ -`. (`.` and
+    /// `..` are valid, as the contract says; the router never resolves dot-segments.)
     public static func isValidID(_ text: String) -> Bool {
         let utf8 = text.utf8
-        guard (1...128).contains(utf8.count), text != ".", text != ".." else { return false }
+        guard (1...128).contains(utf8.count) else { return false }
         return utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
@@ -36,7 +35,7 @@ public enum Names {
     public static func checkID(_ text: String, _ what: String) throws(CoreError) {
         guard isValidID(text) else {
             throw CoreError(
-                .invalidName, "invalid \(what) '\(text.prefix(140))': use 1–128 of A–Z a–z 0–9 . _ ~ - (not . or ..)",
+                .invalidName, "invalid \(what) '\(text.prefix(140))': use 1–128 of A–Z a–z 0–9 . _ ~ -",
                 details: ["name": .string(String(text.prefix(140)))])
         }
     }

@@ -172,23 +172,30 @@ public final class EventLog: Sendable {
     }
 
     /// Events after `cursor` (the last id the reader has): at most `limit`, and no more than
-    /// `maxBytes` of them once there is one.
-    public func read(after cursor: Int, limit: Int = 256, maxBytes: Int = .max) -> ReadResult {
+    /// `maxBytes` of them once there is one. `advancing` (an attached stream's token) records,
+    /// under the same lock, that the stream now has them: an append right after cannot cut
+    /// the stream off for events it already holds.
+    public func read(after cursor: Int, limit: Int = 256, maxBytes: Int = .max, advancing token: Int? = nil)
+        -> ReadResult
+    {
         state.withLock { state in
             guard cursor < state.visibleID else { return .upToDate }
             guard state.events.count > 0, cursor + 1 >= state.oldestID else {
                 return .gap(oldest: max(1, state.oldestID))
             }
-            let last = min(state.visibleID, cursor + limit)
             var events: [Event] = []
             var bytes = 0
-            for id in cursor + 1...last {
+            for id in cursor + 1...min(state.visibleID, cursor + limit) {
                 let event = state.events[id - state.oldestID]
                 if !events.isEmpty, bytes + event.heldBytes > maxBytes { break }
                 bytes += event.heldBytes
                 events.append(event)
             }
-            state.highestSent = max(state.highestSent, events.last?.id ?? cursor)
+            let handed = events.last?.id ?? cursor
+            state.highestSent = max(state.highestSent, handed)
+            if let token, let index = state.attached.firstIndex(where: { $0.token == token }) {
+                state.attached[index].cursor = handed
+            }
             return .events(events)
         }
     }
@@ -200,15 +207,6 @@ public final class EventLog: Sendable {
             state.nextStreamToken += 1
             state.attached.append(Attached(token: token, cursor: cursor, reader: reader))
             return token
-        }
-    }
-
-    /// Records how far a stream has been handed events.
-    public func advance(_ token: Int, to cursor: Int) {
-        state.withLock { state in
-            if let index = state.attached.firstIndex(where: { $0.token == token }) {
-                state.attached[index].cursor = cursor
-            }
         }
     }
 
