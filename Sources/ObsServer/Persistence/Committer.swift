@@ -94,10 +94,11 @@ final class Committer: Sendable {
                 signal.signal()  // retry even when nothing new arrives
                 continue
             }
+            // Writes are accepted again before the first answer of the recovering commit goes out.
+            if outage.recovered(logger: logger) { store.acceptWrites() }
             work.publish()
             gate.open(through: work.sequence)
             pending = nil
-            if outage.recovered(logger: logger) { store.acceptWrites() }
             if stopping { break }
         }
         finished.signal()
