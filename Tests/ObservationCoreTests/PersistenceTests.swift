@@ -1,22 +1,33 @@
 import ObservationCore
 import Testing
 
-/// A data directory in memory: rows by (kind, id), updated the way the database applies a batch.
-private struct RowTable {
+/// A data directory in memory, updated the way the database applies a batch: a checkpoint
+/// (entity rows by kind and id, and the counters) with the commands after it. Applying a batch
+/// publishes its events, as the committer does once a batch is durable.
+private struct DataDirectory {
     var rows: [String: PersistedRow] = [:]
+    var commands: [(position: Int, bytes: [UInt8])] = []
     var revision = 0
     var adminLastEventID = 0
+    var clock: Int64 = 0
+    var checkpoint = 0
 
     mutating func apply(_ batch: JournalBatch) {
-        for row in batch.rows() {
-            rows["\(row.kind.rawValue)/\(row.id)"] = row.document == nil ? nil : row
+        if let snapshot = batch.checkpoint {
+            for row in snapshot.rows() { rows["\(row.kind.rawValue)/\(row.id)"] = row.document == nil ? nil : row }
+            commands.removeAll { $0.position <= snapshot.position }
+            (revision, adminLastEventID, clock, checkpoint) = (
+                snapshot.revision, snapshot.adminLastEventID, snapshot.clock, snapshot.position
+            )
         }
-        revision = batch.revision
-        adminLastEventID = batch.adminLastEventID
+        commands += batch.encodedCommands()
+        batch.publish()
     }
 
     var image: PersistedImage {
-        PersistedImage(rows: Array(rows.values), revision: revision, adminLastEventID: adminLastEventID)
+        PersistedImage(
+            rows: rows.keys.sorted().compactMap { rows[$0] }, revision: revision, adminLastEventID: adminLastEventID,
+            clock: clock, checkpoint: checkpoint, commands: commands)
     }
 }
 
@@ -38,12 +49,18 @@ private func visibleState(_ store: Store) throws -> [String] {
     return objects + classes + observers + ["revision \(stats.revision)", "observations \(stats.observations)"]
 }
 
-@Suite("Persistence: journal, batches and restoring")
+/// The events a log holds, as `id name data` lines.
+private func held(_ log: EventLog) -> [String] {
+    guard case .events(let events) = log.read(after: log.oldestID - 1, limit: 100_000) else { return [] }
+    return events.map { "\($0.id) \($0.name) \(String(decoding: $0.data, as: UTF8.self))" }
+}
+
+@Suite("Persistence: the command log, checkpoints and restoring")
 struct PersistenceTests {
-    @Test("a store rebuilt from its committed rows shows the same state, and its registrations still fire")
-    func roundTrip() throws {
+    /// Builds the same history in a store, committing and checkpointing along the way.
+    private func history(checkpointAfterSetup: Bool) throws -> (Store, DataDirectory, CreatedObserver) {
         let store = try Store(restoring: PersistedImage())
-        var table = RowTable()
+        var directory = DataDirectory()
         _ = try store.defineClass(
             "Person",
             definition: ["properties": ["name": ["type": "string"], "friend": ["type": "ref", "class": "Person"]]])
@@ -51,27 +68,44 @@ struct PersistenceTests {
         _ = try store.createObject(id: "b", className: "Person", values: ["name": "Bob", "friend": ["$ref": "a"]])
         _ = try store.createObject(id: "gone", className: nil, values: ["x": 1])
         let watcher = try store.createObserver(ObserverSettings(name: "w", lease: 300, retainObserved: true))
-        let id = watcher.observer.id
         _ = try store.observe(
-            observerID: id, objectID: "b", keyPaths: ["friend.name", "name"], options: [.new, .old, .initial],
-            context: "ctx")
-        _ = try store.subscribe(observerID: id, name: "ping", object: nil)
-        table.apply(store.takeJournalBatch())
+            observerID: watcher.observer.id, objectID: "b", keyPaths: ["friend.name", "name"],
+            options: [.new, .old, .initial], context: "ctx")
+        _ = try store.subscribe(observerID: watcher.observer.id, name: "ping", object: nil)
+        directory.apply(store.takeBatch(checkpoint: checkpointAfterSetup))
         _ = try store.setValue("Anna", of: "a", at: "name")
         _ = try store.deleteObject("gone")
         _ = try store.deleteObject("b")  // retained: pending release
-        table.apply(store.takeJournalBatch())
-        let lastEventID = try store.observer(id).lastEventID
-        #expect(lastEventID == 3)  // two initial records, one change
+        _ = try store.post(name: "later", object: nil, userInfo: ["n": 1], style: .idle)
+        directory.apply(store.takeBatch())
+        return (store, directory, watcher)
+    }
 
-        let restored = try Store(restoring: table.image)
+    @Test(
+        "a store rebuilt from its checkpoint and commands is the same store: state, events, and what follows",
+        arguments: [false, true])
+    func roundTrip(checkpoint: Bool) throws {
+        let (store, directory, watcher) = try history(checkpointAfterSetup: checkpoint)
+        let id = watcher.observer.id
+        #expect(try store.observer(id).lastEventID == 3)  // two initial records, one change
+        #expect(directory.image.commands.count == (checkpoint ? 4 : 11))
+
+        let restored = try Store(restoring: directory.image)
         #expect(try visibleState(restored) == visibleState(store))
         #expect(restored.observerID(forToken: watcher.token) == id)
+        // The commands after the checkpoint made their events again: the same ids, the same bytes.
+        let original = try store.openStream(of: id)
+        let replayed = try restored.openStream(of: id)
+        if !checkpoint { #expect(held(replayed) == held(original)) }
+        #expect(held(replayed).last == held(original).last)
 
-        // The rebuilt registration follows the reference; its ids continue after the stored ones.
-        let log = try restored.openStream(of: id)
-        _ = try restored.setValue("Annie", of: "a", at: "name")
-        #expect(log.lastID == lastEventID + 1)
+        // Both go on alike: the same command, the same answer and the same event.
+        for each in [store, restored] {
+            _ = try each.setValue("Annie", of: "a", at: "name")
+            each.takeBatch().publish()
+        }
+        #expect(held(replayed).last == held(original).last)
+        #expect(restored.flushQueued(.idle) == 1, "the queued posting survived")
         // Releasing the retained object deletes it, as before the restart.
         _ = try restored.unobserve(observerID: id, objectID: "b")
         #expect(throws: CoreError.self) { try restored.object("b") }
@@ -89,7 +123,7 @@ struct PersistenceTests {
             Issue.record("an event was visible before its batch was durable")
             return
         }
-        store.takeJournalBatch().publish()
+        store.takeBatch().publish()
         guard case .events(let events) = log.read(after: 0) else {
             Issue.record("the published event is not visible")
             return
@@ -97,37 +131,44 @@ struct PersistenceTests {
         #expect(events.map(\.id) == [1])
     }
 
-    @Test("a batch holds each changed entity once, and the journal sequence counts changes")
-    func batchesDeduplicate() throws {
+    @Test("a batch carries each applied command once, by position; a checkpoint each changed entity once")
+    func batches() throws {
         let store = try Store(restoring: PersistedImage())
         _ = try store.createObject(id: "a", className: nil, values: ["n": 1])
         for value in 2...50 { _ = try store.setValue(.int(value), of: "a", at: "n") }
         #expect(store.journalSequence == 50)
-        let batch = store.takeJournalBatch()
-        #expect(batch.sequence == 50)
-        #expect(batch.rows().map(\.id) == ["a"])
-        #expect(store.takeJournalBatch().isEmpty)
-        // A refused change marks nothing.
+        // A refused command is not journalled.
         #expect(throws: CoreError.self) { try store.setValue(1, of: "missing", at: "n") }
         #expect(store.journalSequence == 50)
+        let batch = store.takeBatch()
+        #expect(batch.sequence == 50 && batch.checkpoint == nil)
+        #expect(batch.commands.map(\.position) == Array(1...50))
+        #expect(batch.commands.last?.command.action == .setValue(object: "a", keyPath: "n", value: 50, ifRevision: nil))
+        #expect(store.takeBatch().isEmpty)
+        let checkpoint = store.takeBatch(checkpoint: true)
+        #expect(checkpoint.checkpoint?.position == 50)
+        #expect(checkpoint.checkpoint?.rows().map(\.id) == ["a"])
+        // Past `checkpointEvery` commands, the next batch is a checkpoint by itself.
+        for value in 1...3 { _ = try store.setValue(.int(value), of: "a", at: "n") }
+        #expect(store.takeBatch(checkpointEvery: 3).checkpoint?.position == 53)
     }
 
-    @Test("an event stores its observer's last id in a small row of its own; ids continue from it")
+    @Test("a checkpoint stores an observer's last event id in a small row of its own; ids continue from it")
     func lastEventIDRows() throws {
         let store = try Store(restoring: PersistedImage())
-        var table = RowTable()
+        var directory = DataDirectory()
         _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
         let id = try store.createObserver(ObserverSettings()).observer.id
         _ = try store.observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
-        table.apply(store.takeJournalBatch())
+        directory.apply(store.takeBatch(checkpoint: true))
         for value in 1...5 { _ = try store.setValue(.int(value), of: "a", at: "n") }
-        let batch = store.takeJournalBatch()
-        let rows = batch.rows()
+        let batch = store.takeBatch(checkpoint: true)
+        let rows = batch.checkpoint?.rows() ?? []
         #expect(Set(rows.map { "\($0.kind.rawValue)/\($0.id)" }) == ["object/a", "lastEventId/\(id)"])
         #expect(rows.first { $0.kind == .lastEventID }?.document == Array(#"{"lastEventId":5}"#.utf8))
-        table.apply(batch)
+        directory.apply(batch)
 
-        let restored = try Store(restoring: table.image)
+        let restored = try Store(restoring: directory.image)
         #expect(try restored.observer(id).lastEventID == 5)
         let log = try restored.openStream(of: id)
         _ = try restored.setValue(6, of: "a", at: "n")
@@ -135,8 +176,8 @@ struct PersistenceTests {
 
         // Removing the observer removes its row too; a row without its observer is refused.
         _ = try store.deleteObserver(id)
-        table.apply(store.takeJournalBatch())
-        #expect(table.image.rows.allSatisfy { $0.id != id })
+        directory.apply(store.takeBatch(checkpoint: true))
+        #expect(directory.image.rows.allSatisfy { $0.id != id })
         let orphan = PersistedRow(kind: .lastEventID, id: "obs_gone", document: Array(#"{"lastEventId":1}"#.utf8))
         #expect(throws: PersistenceError.self) { try Store(restoring: PersistedImage(rows: [orphan])) }
     }
@@ -153,7 +194,7 @@ struct PersistenceTests {
         func rounds(_ range: ClosedRange<Int>) throws -> Duration {
             let started = ContinuousClock.now
             for value in range {
-                _ = store.takeJournalBatch()
+                _ = store.takeBatch()
                 _ = try store.setValue(.int(value), of: "a", at: "n")
             }
             return ContinuousClock.now - started
@@ -170,11 +211,11 @@ struct PersistenceTests {
         let store = Store()
         _ = try store.createObject(id: "a", className: nil, values: ["n": 1])
         #expect(store.journalSequence == 0)
-        #expect(store.takeJournalBatch().isEmpty)
+        #expect(store.takeBatch().isEmpty)
     }
 
-    @Test("a damaged row is refused with the entity it belongs to")
-    func damagedRowsAreRefused() {
+    @Test("a damaged row, or a stored command that no longer applies, is refused with what it belongs to")
+    func damagedDataIsRefused() {
         for document in ["{", "[]", #"{"class": null, "revision": "x"}"#] {
             let image = PersistedImage(rows: [PersistedRow(kind: .object, id: "a", document: Array(document.utf8))])
             #expect(throws: PersistenceError.self) { try Store(restoring: image) }
@@ -185,5 +226,13 @@ struct PersistenceTests {
                 #"{"observer": "obs_x", "object": "a", "keyPath": "n", "options": [], "context": null, "createdAt": 0, "sequence": 1}"#
                     .utf8))
         #expect(throws: PersistenceError.self) { try Store(restoring: PersistedImage(rows: [orphan])) }
+        let stale = Command(
+            time: Timestamp(milliseconds: 1), .setValue(object: "a", keyPath: "n", value: 1, ifRevision: nil))
+        #expect(throws: PersistenceError.self) {
+            try Store(restoring: PersistedImage(commands: [(1, stale.encoded())]))
+        }
+        #expect(throws: PersistenceError.self) {
+            try Store(restoring: PersistedImage(commands: [(1, Array("nope".utf8))]))
+        }
     }
 }

@@ -92,6 +92,19 @@ struct JSONBody {
         }
     }
 
+    /// An array of strings (`"keyPaths must be strings, not a number"` otherwise).
+    func strings(_ key: String) throws -> [String]? {
+        guard let elements = try array(key) else { return nil }
+        var strings: [String] = []
+        for element in elements {
+            guard case .string(let text) = element else {
+                throw CoreError(.typeMismatch, "\(key) must be strings, not a \(element.typeName)")
+            }
+            strings.append(text)
+        }
+        return strings
+    }
+
     /// `key` must be present (any JSON, `null` included).
     func required(_ key: String) throws -> JSON {
         guard let value = members[key] else { throw CoreError(.invalidRequest, "'\(key)' is required") }

@@ -8,15 +8,13 @@ extension ServiceAPI {
         }
         router.on(.put, "/v1/classes/{name}") { request, parameters in
             let body = try jsonBody(request, allowed: ["properties"])
-            let (snapshot, created) = try store.defineClass(parameters["name"], definition: .object(body.members))
-            return .json(.object(snapshot.json), status: created ? 201 : 200)
+            return try execute(.defineClass(name: parameters["name"], definition: .object(body.members)))
         }
         router.on(.get, "/v1/classes/{name}") { _, parameters in
             .json(.object(try store.classInfo(parameters["name"]).json))
         }
         router.on(.delete, "/v1/classes/{name}") { _, parameters in
-            _ = try store.deleteClass(parameters["name"])
-            return .noContent
+            try execute(.deleteClass(name: parameters["name"]))
         }
     }
 }

@@ -7,12 +7,10 @@ extension ServiceAPI {
     func registerObjects(in router: inout RouterBuilder) {
         router.on(.post, "/v1/objects") { request, _ in
             let body = try jsonBody(request, allowed: ["id", "class", "values"])
-            let snapshot = try store.createObject(
-                id: try body.string("id"), className: try body.string("class"), values: try body.object("values") ?? [:]
-            )
-            var response = HTTPResponse.json(.object(snapshot.json), status: 201)
-            response.headers.append(("Location", "/v1/objects/\(snapshot.id)"))
-            return response
+            return try execute(
+                .createObject(
+                    id: try body.string("id"), className: try body.string("class"),
+                    values: try body.object("values") ?? [:], generatedID: Command.newID("obj_")))
         }
         router.on(.get, "/v1/objects") { request, _ in
             let page = try store.objects(
@@ -27,18 +25,13 @@ extension ServiceAPI {
         }
         router.on(.patch, "/v1/objects/{id}") { request, parameters in
             let body = try jsonBody(request, allowed: ["values", "ifRevision"])
-            return .revision(
-                try store.patch(
-                    parameters["id"], values: try body.required("values", body.object),
+            return try execute(
+                .patch(
+                    object: parameters["id"], values: try body.required("values", body.object),
                     ifRevision: try body.int("ifRevision")))
         }
         router.on(.delete, "/v1/objects/{id}") { _, parameters in
-            switch try store.deleteObject(parameters["id"]) {
-            case .deleted: return .noContent
-            case .releasePending(let retainedBy, _):
-                return .json(
-                    ["state": "releasePending", "retainedBy": .array(retainedBy.map(JSON.string))], status: 202)
-            }
+            try execute(.deleteObject(object: parameters["id"]))
         }
     }
 }

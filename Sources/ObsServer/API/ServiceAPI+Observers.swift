@@ -4,17 +4,15 @@ extension ServiceAPI {
     func registerObservers(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers") { request, _ in
             let body = try jsonBody(request, allowed: ["name", "lease", "retainObserved", "replay"])
-            var settings = ObserverSettings()
-            settings.name = try body.string("name")
-            settings.lease = try body.int("lease") ?? settings.lease
-            settings.replay = try body.int("replay") ?? settings.replay
-            settings.retainObserved = try body.bool("retainObserved") ?? false
-            let created = try store.createObserver(settings)
-            timer.reschedule()
-            var members = created.observer.summaryJSON
-            members["token"] = .string(created.token)
-            var response = HTTPResponse.json(.object(members), status: 201)
-            response.headers.append(("Location", "/v1/observers/\(created.observer.id)"))
+            let defaults = ObserverSettings()
+            let token = Command.newToken()
+            var response = try execute(
+                .createObserver(
+                    id: Command.newID("obs_"), tokenHash: TokenHash.of(token), name: try body.string("name"),
+                    lease: try body.int("lease") ?? defaults.lease,
+                    retainObserved: try body.bool("retainObserved") ?? defaults.retainObserved,
+                    replay: try body.int("replay") ?? defaults.replay))
+            response.insertMember("token", .string(token))  // shown once, here: the state keeps its hash only
             return response
         }
         router.on(.get, "/v1/observers") { _, _ in
@@ -29,15 +27,10 @@ extension ServiceAPI {
             return .json(.object(members))
         }
         router.on(.delete, "/v1/observers/{id}") { _, parameters in
-            _ = try store.deleteObserver(parameters["id"])
-            return .noContent
+            try execute(.deleteObserver(observer: parameters["id"]))
         }
         router.on(.post, "/v1/observers/{id}/keepalive") { _, parameters in
-            let expiresAt = try store.keepalive(parameters["id"])
-            timer.reschedule()
-            var response = HTTPResponse.json(["expiresAt": expiresAt.map { .string($0.rfc3339) } ?? .null])
-            response.reportsDurableChange = false  // leases are not stored: nothing to wait for
-            return response
+            try execute(.keepalive(observer: parameters["id"]))
         }
         registerObservations(in: &router)
     }
@@ -48,48 +41,29 @@ extension ServiceAPI {
             let object = try body.required("object", body.string)
             var keyPaths: [String] = []
             if let keyPath = try body.string("keyPath") { keyPaths.append(keyPath) }
-            for path in try body.array("keyPaths") ?? [] {
-                guard case .string(let text) = path else {
-                    throw CoreError(.typeMismatch, "keyPaths must be strings, not a \(path.typeName)")
-                }
-                keyPaths.append(text)
-            }
-            var optionNames: [String] = []
-            for option in try body.array("options") ?? [] {
-                guard case .string(let name) = option else {
-                    throw CoreError(.typeMismatch, "options must be strings, not a \(option.typeName)")
-                }
-                optionNames.append(name)
-            }
-            let result = try store.observe(
-                observerID: parameters["id"], objectID: object, keyPaths: keyPaths,
-                options: try ObservationOptions(names: optionNames), context: body["context"])
-            let all = result.registrations.allSatisfy(\.deduplicated)
-            var members: JSONObject = [
-                "observations": .array(
-                    result.registrations.map { registration, deduplicated in
-                        var members = registration.json
-                        if deduplicated { members["deduplicated"] = true }
-                        return .object(members)
-                    })
-            ]
-            if all { members["deduplicated"] = true }
-            if let revision = result.revision { members["revision"] = .int(revision) }
-            return .json(.object(members), status: all ? 200 : 201)
+            keyPaths += try body.strings("keyPaths") ?? []
+            let options = try body.strings("options") ?? []
+            _ = try ObservationOptions(names: options)  // an unknown option is refused first, with a suggestion
+            return try execute(
+                .observe(
+                    observer: parameters["id"], object: object, keyPaths: keyPaths, options: options,
+                    context: body["context"], registrationIDs: keyPaths.map { _ in Command.newID("reg_") }))
         }
         router.on(.get, "/v1/observers/{id}/observations") { _, parameters in
             .json(["observations": .array(try store.observer(parameters["id"]).registrations.map { .object($0.json) })])
         }
         router.on(.delete, "/v1/observers/{id}/observations/{registration}") { _, parameters in
-            _ = try store.unobserve(observerID: parameters["id"], registrationID: parameters["registration"])
-            return .noContent
+            try execute(
+                .unobserve(
+                    observer: parameters["id"], registration: parameters["registration"], object: nil, keyPath: nil))
         }
         router.on(.delete, "/v1/observers/{id}/observations") { request, parameters in
             let keyPath = request.stringQuery("keyPath")
             if let keyPath { _ = try KeyPath(keyPath) }  // not a key path: 400, never a look-alike match
-            _ = try store.unobserve(
-                observerID: parameters["id"], objectID: try request.idQuery("object"), keyPath: keyPath)
-            return .noContent
+            return try execute(
+                .unobserve(
+                    observer: parameters["id"], registration: nil, object: try request.idQuery("object"),
+                    keyPath: keyPath))
         }
     }
 }

@@ -68,7 +68,9 @@ extension ServiceAPI {
             store.isWritable ? "1" : "0")
         if let figures = committer?.figures {
             metric("obs_commits_total", "counter", "Group commits to the data directory.", "\(figures.commits)")
-            metric("obs_commit_rows_total", "counter", "Rows written by group commits.", "\(figures.rows)")
+            metric(
+                "obs_commit_rows_total", "counter", "Commands appended to the log by group commits.", "\(figures.rows)")
+            metric("obs_checkpoints_total", "counter", "Checkpoints written.", "\(figures.checkpoints)")
             metric("obs_commit_failures_total", "counter", "Failed commits (retried).", "\(figures.failures)")
             metric("obs_commit_seconds_total", "counter", "Time spent writing commits.", "\(figures.seconds)")
         }

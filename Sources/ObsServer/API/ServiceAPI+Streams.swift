@@ -45,10 +45,9 @@ extension ServiceAPI {
         let stream = EventStream(
             log: log, cursor: cursor, prelude: prelude, rebuild: rebuild, counters: hub.counters
         ) {
-            [store, hub, timer] stream in
+            [store, hub] stream in
             hub.remove(stream)
             store.closeStream(of: observerID)
-            timer.reschedule()
         }
         hub.add(stream)
         return .eventStream(stream)

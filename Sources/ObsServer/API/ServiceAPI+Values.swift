@@ -16,17 +16,14 @@ extension ServiceAPI {
         }
         router.on(.put, "/v1/objects/{id}/values/{keyPath}") { request, parameters in
             let body = try jsonBody(request, allowed: ["value", "ifRevision"])
-            return .revision(
-                try store.setValue(
-                    try body.required("value"), of: parameters["id"], at: parameters["keyPath"],
+            return try execute(
+                .setValue(
+                    object: parameters["id"], keyPath: parameters["keyPath"], value: try body.required("value"),
                     ifRevision: try body.int("ifRevision")))
         }
         router.on(.post, "/v1/objects/{id}/values/{keyPath}/mutations") { request, parameters in
             let body = try jsonBody(request, allowed: ["kind", "indexes", "values", "ifRevision"])
-            let kindName = try body.required("kind", body.string)
-            guard let kind = ArrayMutation.Kind(rawValue: kindName) else {
-                throw CoreError(.invalidRequest, "kind must be insertion, removal or replacement, not '\(kindName)'")
-            }
+            let kind = try body.required("kind", body.string)
             var indexes: [Int] = []
             for index in try body.required("indexes", body.array) {
                 guard case .int(let value) = index else {
@@ -34,21 +31,14 @@ extension ServiceAPI {
                 }
                 indexes.append(value)
             }
-            let mutation = try ArrayMutation(kind: kind, indexes: indexes, values: try body.array("values") ?? [])
-            return .revision(
-                try store.mutate(
-                    parameters["id"], at: parameters["keyPath"], mutation, ifRevision: try body.int("ifRevision")))
+            return try execute(
+                .mutate(
+                    object: parameters["id"], keyPath: parameters["keyPath"], kind: kind, indexes: indexes,
+                    values: try body.array("values") ?? [], ifRevision: try body.int("ifRevision")))
         }
         router.on(.post, "/v1/objects/{id}/notify") { request, parameters in
             let body = try jsonBody(request, allowed: ["keyPaths"])
-            var keyPaths: [String] = []
-            for path in try body.required("keyPaths", body.array) {
-                guard case .string(let text) = path else {
-                    throw CoreError(.typeMismatch, "keyPaths must be strings, not a \(path.typeName)")
-                }
-                keyPaths.append(text)
-            }
-            return .revision(try store.notify(parameters["id"], keyPaths: keyPaths))
+            return try execute(.notify(object: parameters["id"], keyPaths: try body.required("keyPaths", body.strings)))
         }
     }
 }

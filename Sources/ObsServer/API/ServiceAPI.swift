@@ -8,7 +8,6 @@ struct ServiceAPI: Sendable {
     let store: Store
     let counters: ServiceCounters
     let hub: StreamHub
-    let timer: ServiceTimer
     let metrics: RequestMetrics
     /// The data directory's committer (nil: in memory), for its figures.
     let committer: Committer?

@@ -45,9 +45,20 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "Seconds TCP keeps trying a stream client that does not answer (default 30).") var peerTimeout: Int?
     @Option(help: "Seconds between keep-alive comments on an idle event stream, 1–15 (default 15).")
     var heartbeatInterval: Int?
+    @Option(help: "With --data-dir: a checkpoint every this many commands (default 10000).")
+    var checkpointCommands: Int?
+    @Option(
+        help: """
+            Apply the commands in this file (one encoded command per line) to an empty in-memory state, print \
+            a digest of every answer and event as JSON, and exit (checks that replicas agree).
+            """) var replay: String?
 
     func run() throws {
         let config = try makeConfig(environment: ProcessInfo.processInfo.environment)
+        if let replay {
+            print(String(decoding: try Replay.run(file: replay, limits: config.limits).json.encoded(), as: UTF8.self))
+            return
+        }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = config.logLevel
@@ -115,6 +126,7 @@ struct ObsServerCommand: ParsableCommand {
             (maxQueuedNotificationBytes, "max-queued-notification-bytes", \.maxQueuedNotificationBytes),
             (maxConnectionsPerAddress, "max-connections-per-address", \.maxConnectionsPerAddress),
             (connectionTimeout, "connection-timeout", \.connectionTimeout),
+            (checkpointCommands, "checkpoint-commands", \.checkpointCommands),
             (peerTimeout, "peer-timeout", \.peerTimeout),
         ]
         for (flag, name, field) in integers {

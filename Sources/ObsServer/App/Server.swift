@@ -23,10 +23,13 @@ final class Server: Sendable {
         let store: Store
         if let dataDir = config.dataDir {
             let directory = try DataDirectory(path: dataDir)
-            let (restored, database) = try Self.open(directory, sync: config.sync, limits: limits, logger: logger)
+            let (restored, database, position) = try Self.open(
+                directory, sync: config.sync, limits: limits, logger: logger)
             store = restored
             dataDirectory = directory
-            committer = Committer(store: store, database: database, logger: logger)
+            committer = Committer(
+                store: store, database: database, durable: position, checkpointEvery: config.checkpointCommands,
+                logger: logger)
         } else {
             store = Store(limits: limits)
             dataDirectory = nil
@@ -37,10 +40,11 @@ final class Server: Sendable {
         let timer = ServiceTimer(
             store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
             lastRequest: { counters.lastRequest })
+        store.onTimerChange { timer.reschedule() }
         var builder = RouterBuilder()
         let metrics = RequestMetrics()
         ServiceAPI(
-            store: store, counters: counters, hub: hub, timer: timer, metrics: metrics, committer: committer,
+            store: store, counters: counters, hub: hub, metrics: metrics, committer: committer,
             maxStringBytes: config.effectiveMaxStringBytes
         )
         .register(in: &builder)
@@ -81,8 +85,11 @@ final class Server: Sendable {
     private static let writes: Set<HTTPMethod> = [.post, .put, .patch, .delete]
 
     /// Starts the committer, then listening (and the lease/heartbeat timer); returns the bound port.
+    /// A durable store first applies `restart`: no stream is open any more, and leases count
+    /// from now (a command like any other, so that a later start replays it too).
     func start() throws -> UInt16 {
         committer?.start()
+        if committer != nil { _ = try store.issue(.restart) }
         let port = try daemon.start()
         timer.start()
         return port
@@ -98,9 +105,7 @@ final class Server: Sendable {
 
     /// Opens the data directory's database and rebuilds the store from it.
     private static func open(_ directory: DataDirectory, sync: CommitSync, limits: StoreLimits, logger: Logger)
-        throws -> (
-            Store, StoreDatabase
-        )
+        throws -> (Store, StoreDatabase, position: Int)
     {
         do {
             let database = try StoreDatabase(directory: directory.path, sync: sync)
@@ -110,9 +115,10 @@ final class Server: Sendable {
             logger.info(
                 """
                 data directory \(directory.path): \(stats.objects) objects, \(stats.classes) classes, \
-                \(stats.observers) observers, \(stats.observations) observations, revision \(stats.revision)
+                \(stats.observers) observers, \(stats.observations) observations, revision \(stats.revision) \
+                (a checkpoint and \(image.commands.count) commands after it)
                 """)
-            return (store, database)
+            return (store, database, image.lastPosition)
         } catch let error as SQLiteError {
             throw ConfigError("data directory \(directory.path): \(error)")
         } catch let error as PersistenceError {

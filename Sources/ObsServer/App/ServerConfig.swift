@@ -39,6 +39,8 @@ struct ServerConfig: Sendable {
     var connectionTimeout = 60
     /// Seconds TCP keeps trying a silent stream client (keep-alive probes, `TCP_USER_TIMEOUT`).
     var peerTimeout = 30
+    /// With `--data-dir`: a checkpoint every this many commands (restarts replay fewer).
+    var checkpointCommands = 10_000
     /// How often an idle event stream gets a `: keep-alive` comment (the contract: at most 15 s).
     var heartbeatInterval: Duration = .seconds(15)
     /// How long the server must go without a request before `idle` postings go out (the contract: 50 ms).
@@ -76,7 +78,7 @@ struct ServerConfig: Sendable {
             ("max-queued-notifications", maxQueuedNotifications),
             ("max-queued-notification-bytes", maxQueuedNotificationBytes),
             ("max-connections", effectiveMaxConnections), ("connection-timeout", connectionTimeout),
-            ("peer-timeout", peerTimeout),
+            ("peer-timeout", peerTimeout), ("checkpoint-commands", checkpointCommands),
         ] where value < 1 {
             throw ConfigError("--\(name) must be at least 1")
         }

@@ -46,6 +46,13 @@ struct HTTPResponse: Sendable {
         return response
     }
 
+    /// Adds a member to a JSON object body (the token a creation answer shows once).
+    mutating func insertMember(_ key: String, _ value: JSON) {
+        guard case .object(var members)? = try? JSONParser.parse(body) else { return }
+        members[key] = value
+        body = JSON.object(members).encoded()
+    }
+
     /// 204 No Content.
     static let noContent = HTTPResponse(status: 204, contentType: "", body: [])
 }

@@ -12,7 +12,14 @@ final class CommitGate: ResponseGate {
         var abandoned = false
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
+
+    /// A gate that already passes every ticket up to `durable` (what the data directory holds).
+    init(durable: Int = 0) {
+        var initial = State()
+        initial.durable = durable
+        state = Locked(initial)
+    }
 
     func hold(until ticket: Int, park: () -> Void, release: @escaping @Sendable (Bool) -> Void) -> GateDecision {
         state.withLock { state in

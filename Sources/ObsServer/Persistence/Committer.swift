@@ -3,11 +3,13 @@ import Foundation
 import Logging
 import ObservationCore
 
-/// Writes the store's changes to the data directory in group commits, on its own thread.
+/// Writes the store's commands to the data directory in group commits, on its own thread.
 ///
-/// Each round takes everything the store changed since the last one (under the store's
-/// lock, cheap copies), encodes and writes it in one SQLite transaction, then opens
-/// the gate for the answers waiting on it and lets streams send the events it made.
+/// Each round takes the commands applied since the last one (under the store's lock),
+/// encodes and appends them in one SQLite transaction, then opens the gate for the answers
+/// waiting on them and lets streams send the events they made. Every `checkpointEvery`
+/// commands (and at stop) a round is a checkpoint instead: the entities changed since the
+/// last one (copy-on-write copies, encoded after the lock), and the commands they cover deleted.
 /// A round starts as soon as the last one ends: the changes made while one round writes
 /// and syncs form the next batch, so the more load, the bigger the batch, and a lone
 /// write never waits for company. (Waiting for a quiet moment to gather bigger batches
@@ -28,13 +30,16 @@ final class Committer: Sendable {
     /// Figures for `/metrics`.
     struct Figures: Sendable {
         var commits = 0
+        /// Commands appended to the log.
         var rows = 0
+        var checkpoints = 0
         var failures = 0
         var seconds = 0.0
     }
 
-    let gate = CommitGate()
+    let gate: CommitGate
     private let store: Store
+    private let checkpointEvery: Int
     private let database: Locked<DatabaseBox>
     private let logger: Logger
     private let signal = DispatchSemaphore(value: 0)
@@ -42,8 +47,11 @@ final class Committer: Sendable {
     private let state = Locked(State())
     private let counters = Locked(Figures())
 
-    init(store: Store, database: StoreDatabase, logger: Logger) {
+    /// `durable`: the position of the last command the data directory holds.
+    init(store: Store, database: StoreDatabase, durable: Int, checkpointEvery: Int, logger: Logger) {
         self.store = store
+        self.gate = CommitGate(durable: durable)
+        self.checkpointEvery = checkpointEvery
         self.database = Locked(DatabaseBox(database: database))
         self.logger = logger
     }
@@ -75,10 +83,9 @@ final class Committer: Sendable {
         while true {
             signal.wait()
             let stopping = state.withLock { $0.stopping }
-            let batch = store.takeJournalBatch()
-            if !batch.isEmpty || batch.sequence > gate.durable {
-                pending = pending.map { $0.merged(with: batch) } ?? batch
-            }
+            // At stop, a last checkpoint: the next start replays nothing.
+            let batch = store.takeBatch(checkpoint: stopping, checkpointEvery: checkpointEvery)
+            if !batch.isEmpty { pending = pending.map { $0.merged(with: batch) } ?? batch }
             guard let work = pending else {
                 if stopping { break }
                 continue
@@ -106,12 +113,9 @@ final class Committer: Sendable {
 
     /// Writes a batch in one transaction; the failure, if any.
     private func write(_ batch: JournalBatch) -> SQLiteError? {
-        let rows = batch.rows()
         let started = ContinuousClock.now
         do {
-            try database.withLock { box throws(SQLiteError) in
-                try box.database.write(rows, revision: batch.revision, adminLastEventID: batch.adminLastEventID)
-            }
+            try database.withLock { box throws(SQLiteError) in try box.database.write(batch) }
         } catch {
             counters.withLock { $0.failures += 1 }
             return error
@@ -119,7 +123,8 @@ final class Committer: Sendable {
         let elapsed = (ContinuousClock.now - started).inSeconds
         counters.withLock { figures in
             figures.commits += 1
-            figures.rows += rows.count
+            figures.rows += batch.commands.count
+            figures.checkpoints += batch.checkpoint == nil ? 0 : 1
             figures.seconds += elapsed
         }
         return nil

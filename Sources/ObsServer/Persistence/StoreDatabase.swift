@@ -1,8 +1,5 @@
 import ObservationCore
 
-/// The data directory's database (SQLite, WAL): one row per entity, its JSON document,
-/// and the counters that must survive a restart.
-///
 /// How far a commit goes before the answers it holds are sent.
 enum CommitSync: String, Sendable, CaseIterable {
     /// fsync every commit (SQLite `synchronous=FULL`): an answered write survives a power cut.
@@ -12,16 +9,31 @@ enum CommitSync: String, Sendable, CaseIterable {
     case normal
 }
 
+/// The data directory's database (SQLite, WAL): a command log on top of a checkpoint.
+///
+/// - `commands`: every command applied since the checkpoint, by position, in its compact
+///   encoding. A commit appends the commands applied since the last one: one small row per
+///   write, however many observers it reaches.
+/// - `entities`: the checkpoint, one JSON document per class, object, observer, registration,
+///   subscription, observer's last event id and the posting queue. A checkpoint writes the
+///   entities changed since the last one and deletes the commands it covers.
+/// - `meta`: the format, and the counters as of the checkpoint (its position, the revision,
+///   the admin stream's last event id, the clock).
+///
+/// At start the store is rebuilt from the checkpoint, then the commands after it are applied
+/// again: applying is deterministic, so this is the state that was acknowledged.
 /// `synchronous` is `CommitSync`: with `full` a commit is on disk when it returns.
 final class StoreDatabase {
     static let fileName = "obs.sqlite"
-    /// The layout of the tables; a database with another one is refused at start.
-    static let format = 1
+    /// The layout of the tables; a database with another one is refused at start (format 1,
+    /// entity rows only, is read as a checkpoint and upgraded).
+    static let format = 2
 
     private let database: SQLiteDatabase
     private let upsert: SQLiteDatabase.Statement
     private let delete: SQLiteDatabase.Statement
     private let setMeta: SQLiteDatabase.Statement
+    private let append: SQLiteDatabase.Statement
 
     init(directory: String, sync: CommitSync = .full) throws(SQLiteError) {
         let path = directory + "/" + Self.fileName
@@ -37,7 +49,9 @@ final class StoreDatabase {
                 CREATE TABLE IF NOT EXISTS entities(
                     kind TEXT NOT NULL, id TEXT NOT NULL, document BLOB NOT NULL, PRIMARY KEY(kind, id)
                 ) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS commands(position INTEGER PRIMARY KEY, command BLOB NOT NULL);
                 INSERT OR IGNORE INTO meta(key, value) VALUES('format', \(Self.format));
+                UPDATE meta SET value = \(Self.format) WHERE key = 'format' AND value = 1;
                 """)
         } catch {
             throw SQLiteError(description: "\(path) is not a usable ObsServer database: \(error)")
@@ -45,32 +59,39 @@ final class StoreDatabase {
         upsert = try database.prepare("INSERT OR REPLACE INTO entities(kind, id, document) VALUES(?, ?, ?)")
         delete = try database.prepare("DELETE FROM entities WHERE kind = ? AND id = ?")
         setMeta = try database.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)")
+        append = try database.prepare("INSERT INTO commands(position, command) VALUES(?, ?)")
         let format = try meta()["format"]
         guard format == Self.format else {
             throw SQLiteError(description: "\(path) has data format \(format ?? 0); this server reads \(Self.format)")
         }
     }
 
-    /// Everything stored, for rebuilding the store at start.
+    /// The checkpoint and the commands after it, for rebuilding the store at start.
     func load() throws(SQLiteError) -> PersistedImage {
         let counters = try meta()
         var image = PersistedImage(
-            revision: counters["revision"] ?? 0, adminLastEventID: counters["adminLastEventId"] ?? 0)
-        let select = try database.prepare("SELECT kind, id, document FROM entities")
-        while try select.step() {
-            let kindName = select.text(0)
+            revision: counters["revision"] ?? 0, adminLastEventID: counters["adminLastEventId"] ?? 0,
+            clock: Int64(counters["clock"] ?? 0), checkpoint: counters["checkpoint"] ?? 0)
+        let rows = try database.prepare("SELECT kind, id, document FROM entities")
+        while try rows.step() {
+            let kindName = rows.text(0)
             guard let kind = EntityKind(rawValue: kindName) else {
                 throw SQLiteError(description: "unknown entity kind '\(kindName)' in the database")
             }
-            image.rows.append(PersistedRow(kind: kind, id: select.text(1), document: select.bytes(2)))
+            image.rows.append(PersistedRow(kind: kind, id: rows.text(1), document: rows.bytes(2)))
         }
+        let commands = try database.prepare(
+            "SELECT position, command FROM commands WHERE position > ? ORDER BY position")
+        commands.bind(1, image.checkpoint)
+        while try commands.step() { image.commands.append((commands.int(0), commands.bytes(1))) }
         return image
     }
 
-    /// Writes rows (a nil document deletes) and the counters in one transaction.
-    func write(_ rows: [PersistedRow], revision: Int, adminLastEventID: Int) throws(SQLiteError) {
+    /// Writes a batch in one transaction: its checkpoint (entity rows, counters, and the
+    /// commands it covers deleted), then its commands appended.
+    func write(_ batch: JournalBatch) throws(SQLiteError) {
         try database.execute("BEGIN IMMEDIATE")
-        if let failure = apply(rows, counters: [("revision", revision), ("adminLastEventId", adminLastEventID)]) {
+        if let failure = apply(batch) {
             try? database.execute("ROLLBACK")
             throw failure
         }
@@ -78,23 +99,38 @@ final class StoreDatabase {
     }
 
     /// The statements of one transaction; the first failure, if any.
-    private func apply(_ rows: [PersistedRow], counters: [(String, Int)]) -> SQLiteError? {
-        for row in rows {
-            if let document = row.document {
-                upsert.bind(1, row.kind.rawValue)
-                upsert.bind(2, row.id)
-                upsert.bind(3, document)
-                if let failure = upsert.runReportingFailure() { return failure }
-            } else {
-                delete.bind(1, row.kind.rawValue)
-                delete.bind(2, row.id)
-                if let failure = delete.runReportingFailure() { return failure }
+    private func apply(_ batch: JournalBatch) -> SQLiteError? {
+        if let checkpoint = batch.checkpoint {
+            for row in checkpoint.rows() {
+                if let document = row.document {
+                    upsert.bind(1, row.kind.rawValue)
+                    upsert.bind(2, row.id)
+                    upsert.bind(3, document)
+                    if let failure = upsert.runReportingFailure() { return failure }
+                } else {
+                    delete.bind(1, row.kind.rawValue)
+                    delete.bind(2, row.id)
+                    if let failure = delete.runReportingFailure() { return failure }
+                }
+            }
+            do {
+                try database.execute("DELETE FROM commands WHERE position <= \(checkpoint.position)")
+            } catch {
+                return error
+            }
+            for (key, value) in [
+                ("checkpoint", checkpoint.position), ("revision", checkpoint.revision),
+                ("adminLastEventId", checkpoint.adminLastEventID), ("clock", Int(checkpoint.clock)),
+            ] {
+                setMeta.bind(1, key)
+                setMeta.bind(2, value)
+                if let failure = setMeta.runReportingFailure() { return failure }
             }
         }
-        for (key, value) in counters {
-            setMeta.bind(1, key)
-            setMeta.bind(2, value)
-            if let failure = setMeta.runReportingFailure() { return failure }
+        for (position, bytes) in batch.encodedCommands() {
+            append.bind(1, position)
+            append.bind(2, bytes)
+            if let failure = append.runReportingFailure() { return failure }
         }
         return nil
     }

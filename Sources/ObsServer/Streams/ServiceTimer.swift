@@ -5,8 +5,10 @@ import ObservationCore
 ///
 /// It sleeps until the next deadline (the earliest lease, the next heartbeat, the
 /// moment queued `idle` postings are due); queued `asap` postings go out as soon as it wakes;
-/// `reschedule()` wakes it when a deadline may have moved earlier. No polling: an
-/// idle server wakes once per heartbeat interval.
+/// `reschedule()` wakes it when a deadline may have moved earlier (the store calls it when a
+/// command moved a lease or queued a posting). No polling: an idle server wakes once per
+/// heartbeat interval. What it decides to do is issued as commands (`expireLeases`,
+/// `deliverQueued`): lease deadlines and queue times are wall-clock times in the state.
 final class ServiceTimer: Sendable {
     private let store: Store
     private let hub: StreamHub
@@ -50,6 +52,11 @@ final class ServiceTimer: Sendable {
         condition.unlock()
     }
 
+    /// The monotonic instant of a wall-clock time (for sleeping until it).
+    private static func instant(_ time: Timestamp) -> ContinuousClock.Instant {
+        ContinuousClock.now + .milliseconds(time.milliseconds - Timestamp.now().milliseconds)
+    }
+
     private func run() {
         var nextHeartbeat = ContinuousClock.now + heartbeatInterval
         while !state.withLock({ $0.stopped }) {
@@ -58,11 +65,11 @@ final class ServiceTimer: Sendable {
                 hub.heartbeat()
                 nextHeartbeat = now + heartbeatInterval
             }
-            store.expireLeases()
+            if let lease = store.nextLeaseDeadline, lease <= Timestamp.now() { store.expireLeases() }
             if store.oldestQueued(.asap) != nil { store.flushQueued(.asap) }
-            var deadline = min(nextHeartbeat, store.nextLeaseDeadline ?? nextHeartbeat)
+            var deadline = min(nextHeartbeat, store.nextLeaseDeadline.map(Self.instant) ?? nextHeartbeat)
             if let oldest = store.oldestQueued(.idle) {
-                let due = min(oldest + Self.idleMaxDelay, lastRequest() + idleQuiet)
+                let due = min(Self.instant(oldest) + Self.idleMaxDelay, lastRequest() + idleQuiet)
                 if due <= ContinuousClock.now {
                     store.flushQueued(.idle)
                 } else {

@@ -21,36 +21,31 @@ struct NotificationQueue: Sendable {
         let object: String?
         let userInfo: JSON?
         let style: Style
-        let enqueuedAt: ContinuousClock.Instant
+        let enqueuedAt: Timestamp
         /// What the entry counts against the byte limit.
         let bytes: Int
 
-        init(name: String, object: String?, userInfo: JSON?, style: Style, enqueuedAt: ContinuousClock.Instant) {
+        init(name: String, object: String?, userInfo: JSON?, style: Style, enqueuedAt: Timestamp) {
             self.name = name
             self.object = object
-            self.userInfo = userInfo
+            self.userInfo = userInfo?.isNull == true ? nil : userInfo
             self.style = style
             self.enqueuedAt = enqueuedAt
             bytes = 128 + name.utf8.count + (object?.utf8.count ?? 0) + (userInfo?.encoded().count ?? 0)
         }
     }
 
-    let maxEntries: Int
-    let maxBytes: Int
     private(set) var entries: [Entry] = []
     private(set) var bytes = 0
-
-    init(maxEntries: Int = .max, maxBytes: Int = .max) {
-        self.maxEntries = maxEntries
-        self.maxBytes = maxBytes
-    }
 
     var isEmpty: Bool { entries.isEmpty }
 
     /// Removes every queued entry (of either style, as GNUstep does) that matches `entry` under
     /// `mask`, then appends `entry` (the latest wins). Returns how many were removed. Throws
     /// `limitExceeded`, changing nothing, when the queue would be over a limit afterwards.
-    mutating func enqueue(_ entry: Entry, coalescing mask: CoalescingMask) throws(CoreError) -> Int {
+    mutating func enqueue(
+        _ entry: Entry, coalescing mask: CoalescingMask, maxEntries: Int = .max, maxBytes: Int = .max
+    ) throws(CoreError) -> Int {
         func coalesced(_ queued: Entry) -> Bool {
             !mask.isEmpty && (!mask.contains(.name) || queued.name == entry.name)
                 && (!mask.contains(.object) || queued.object == entry.object)
@@ -79,7 +74,7 @@ struct NotificationQueue: Sendable {
     }
 
     /// The oldest entry of `style`.
-    func oldest(_ style: Style) -> ContinuousClock.Instant? {
+    func oldest(_ style: Style) -> Timestamp? {
         entries.first { $0.style == style }?.enqueuedAt
     }
 }

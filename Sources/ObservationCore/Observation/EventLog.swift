@@ -94,11 +94,14 @@ public final class EventLog: Sendable {
     }
 
     private let state: Locked<State>
+    /// Whose log this is: an observer's id, or `admin`.
+    public let label: String
 
     /// A log whose ids start after `lastID`, holding at most `capacity` events and `maxBytes`
     /// bytes. A `gated` log shows an event to streams only once `publish` reaches it (when the
     /// change that made it is durable).
-    public init(capacity: Int, maxBytes: Int = .max, lastID: Int = 0, gated: Bool = false) {
+    public init(label: String, capacity: Int, maxBytes: Int = .max, lastID: Int = 0, gated: Bool = false) {
+        self.label = label
         var state = State(capacity: max(1, capacity), maxBytes: max(1, maxBytes))
         state.lastID = lastID
         state.visibleID = lastID
@@ -109,23 +112,25 @@ public final class EventLog: Sendable {
 
     // MARK: - Writing
 
-    /// Appends an event built for its id; returns the id.
+    /// Appends an event whose id the state gave it (the next one: events arrive in order).
+    /// Returns whether streams may send it now (a gated log shows it once it is published).
     @discardableResult
-    public func append(_ name: String, _ data: [UInt8]) -> Int {
+    public func append(_ event: Event) -> Bool {
         state.withLock { state in
-            state.lastID += 1
-            let event = Event(id: state.lastID, name: name, data: data)
+            assert(event.id == state.lastID + 1, "event \(event.id) after \(state.lastID)")
+            state.lastID = event.id
             state.events.append(event)
             state.heldBytes += event.heldBytes
             state.evict()
             if !state.gated { state.visibleID = state.lastID }
-            return state.lastID
+            return event.id <= state.visibleID
         }
     }
 
-    /// Lets streams send every event up to `id` (its change is durable). Wake the log afterwards.
+    /// Lets streams send every event up to `id` (its change is durable), including events
+    /// not appended yet (they show as soon as they are). Wake the log afterwards.
     public func publish(through id: Int) {
-        state.withLock { $0.visibleID = max($0.visibleID, min(id, $0.lastID)) }
+        state.withLock { $0.visibleID = max($0.visibleID, id) }
     }
 
     /// Continues the ids of an earlier run: the next event gets `id + 1` (an empty log only).
@@ -144,7 +149,7 @@ public final class EventLog: Sendable {
     }
 
     /// Closed, with every event visible (a closed log's last events may still wait for durability).
-    public var isClosed: Bool { state.withLock { $0.closed && $0.visibleID == $0.lastID } }
+    public var isClosed: Bool { state.withLock { $0.closed && $0.visibleID >= $0.lastID } }
 
     public var capacity: Int { state.withLock { $0.capacity } }
 
@@ -179,13 +184,14 @@ public final class EventLog: Sendable {
         -> ReadResult
     {
         state.withLock { state in
-            guard cursor < state.visibleID else { return .upToDate }
+            let visible = min(state.visibleID, state.lastID)
+            guard cursor < visible else { return .upToDate }
             guard state.events.count > 0, cursor + 1 >= state.oldestID else {
                 return .gap(oldest: max(1, state.oldestID))
             }
             var events: [Event] = []
             var bytes = 0
-            for id in cursor + 1...min(state.visibleID, cursor + limit) {
+            for id in cursor + 1...min(visible, cursor + limit) {
                 let event = state.events[id - state.oldestID]
                 if !events.isEmpty, bytes + event.heldBytes > maxBytes { break }
                 bytes += event.heldBytes

@@ -1,27 +1,31 @@
-/// An observer: one client's controller (FBKVOController). It owns registrations and
-/// an event log, and everything it owns goes away with it.
+/// An observer: one client's controller (FBKVOController). It owns registrations,
+/// subscriptions and an event log, and everything it owns goes away with it.
 struct ObserverRecord: Sendable {
     let id: String
     let name: String
-    let token: String
+    /// The SHA-256 of its token (hex): the token itself is never kept.
+    let tokenHash: String
     let lease: Int
     let retainObserved: Bool
     let createdAt: Timestamp
+    /// Its events, for its streams (the buffer; the ids are counted here, in `lastEventID`).
     let log: EventLog
-    /// Registration ids by (object, key path): the deduplication table.
-    var registrationsByTarget: [RegistrationTarget: String] = [:]
-    /// Subscription ids by (name, object): the deduplication table of the notification center.
-    var subscriptionsByTarget: [SubscriptionTarget: String] = [:]
+    /// The id of its last event.
+    var lastEventID: Int
     /// Open event streams.
     var streams = 0
     /// When the lease runs out; nil while a stream is connected.
-    var expiresAt: ContinuousClock.Instant?
+    var expiresAt: Timestamp?
 }
 
 /// The (object, key path) pair a registration is unique on, per observer.
 struct RegistrationTarget: Hashable, Sendable {
     let objectID: String
     let keyPath: String
+}
+
+extension Registration {
+    var target: RegistrationTarget { RegistrationTarget(objectID: objectID, keyPath: keyPath.description) }
 }
 
 /// An observer as clients see it (`GET /v1/observers`).
@@ -44,12 +48,6 @@ public struct ObserverSnapshot: Sendable {
     public let registrations: [RegistrationSnapshot]
     /// The subscriptions, in creation order (only filled for a single observer).
     public let subscriptionList: [SubscriptionSnapshot]
-}
-
-/// What creating an observer returns: its snapshot and its token, shown once.
-public struct CreatedObserver: Sendable {
-    public let observer: ObserverSnapshot
-    public let token: String
 }
 
 /// Settings for a new observer.

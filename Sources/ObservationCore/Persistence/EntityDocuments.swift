@@ -14,17 +14,18 @@ extension JournalBatch.Entity {
             ]
         case .observer(let observer):
             return [
-                "name": .string(observer.name), "token": .string(observer.token), "lease": .int(observer.lease),
+                "name": .string(observer.name), "tokenHash": .string(observer.tokenHash), "lease": .int(observer.lease),
                 "retainObserved": .bool(observer.retainObserved), "replay": .int(observer.log.capacity),
-                "createdAt": .int(Int(observer.createdAt.milliseconds)), "lastEventId": .int(observer.log.lastID),
+                "createdAt": .int(Int(observer.createdAt.milliseconds)), "lastEventId": .int(observer.lastEventID),
             ]
         case .registration(let registration):
             return [
                 "observer": .string(registration.observerID), "object": .string(registration.objectID),
                 "keyPath": .string(registration.keyPath.description),
                 "options": .array(registration.options.nameList.map(JSON.string)),
-                "context": registration.context ?? .null,
+                "context": registration.context ?? .null, "contextGiven": .bool(registration.context != nil),
                 "createdAt": .int(Int(registration.createdAt.milliseconds)), "sequence": .int(registration.sequence),
+                "notified": registration.notifiedValue,
             ]
         case .subscription(let subscription):
             return [
@@ -35,6 +36,17 @@ extension JournalBatch.Entity {
             ]
         case .lastEventID(let lastID):
             return ["lastEventId": .int(lastID)]
+        case .queue(let queue):
+            return [
+                "entries": .array(
+                    queue.entries.map { entry in
+                        [
+                            "name": .string(entry.name), "object": entry.object.map(JSON.string) ?? .null,
+                            "userInfo": entry.userInfo ?? .null, "style": .string(entry.style.rawValue),
+                            "enqueuedAt": .int(Int(entry.enqueuedAt.milliseconds)),
+                        ]
+                    })
+            ]
         }
     }
 }

@@ -2,57 +2,82 @@
 public enum EntityKind: String, Sendable, CaseIterable {
     case `class`, object, observer, registration, subscription
     /// An observer's last event id, kept apart from its document: it changes with every
-    /// event, and a write seen by 1,000 observers should write 1,000 small rows, not
-    /// re-encode 1,000 observer documents.
+    /// event, and a checkpoint after a write seen by 1,000 observers should write 1,000
+    /// small rows, not re-encode 1,000 observer documents.
     case lastEventID = "lastEventId"
+    /// The posting queue (one row: NSNotificationQueue's `asap` and `idle` entries).
+    case queue
 }
 
-/// What changed since the last commit: the ids of entities to write (or delete, when
-/// they are gone), gathered under the store's lock by the operations that change them.
+/// What a durable store owes its data directory: the commands applied since the last commit
+/// (each with its position: the command log's order), the entities changed since the last
+/// checkpoint (what a checkpoint must write), and the logs whose events wait for durability.
 ///
-/// Marking is a set insert; a batch writes each entity once however often it changed
-/// (the commit is of state, not of operations). Disabled (no marks) when nothing persists.
+/// Recording is an append; marking a set insert. Disabled (nothing recorded) when nothing
+/// persists. Positions continue across restarts (`init(enabled:after:)`).
 struct Journal: Sendable {
     let enabled: Bool
+    /// The position of the last command recorded.
+    private(set) var sequence: Int
+    private(set) var commands: [(position: Int, command: Command)] = []
     private(set) var changed: [EntityKind: Set<String>] = [:]
-    /// Event logs with events that become visible to streams when the batch is durable.
-    private(set) var logs: [ObjectIdentifier: EventLog] = [:]
-    /// Counts store operations that changed something; a commit that took the journal at
-    /// sequence `n` made every change up to `n` durable.
-    private(set) var sequence = 0
-    /// Whether something was marked since the last `advance`.
-    private var open = false
+    /// Event logs with events that become visible to streams when their command is durable,
+    /// and the id of the last such event in each.
+    private(set) var logs: [ObjectIdentifier: (log: EventLog, through: Int)] = [:]
+    /// Commands recorded since the last checkpoint was taken.
+    private(set) var sinceCheckpoint = 0
 
-    init(enabled: Bool) { self.enabled = enabled }
+    init(enabled: Bool, after position: Int = 0) {
+        self.enabled = enabled
+        self.sequence = position
+    }
 
-    var isEmpty: Bool { changed.isEmpty && logs.isEmpty }
+    /// Nothing waits to be committed.
+    var isEmpty: Bool { commands.isEmpty && logs.isEmpty }
+
+    /// Records a command that was applied (it changed the state); returns its position.
+    mutating func record(_ command: Command) -> Int? {
+        guard enabled else { return nil }
+        sequence += 1
+        sinceCheckpoint += 1
+        commands.append((sequence, command))
+        return sequence
+    }
 
     mutating func mark(_ kind: EntityKind, _ id: String) {
         guard enabled else { return }
         changed[kind, default: []].insert(id)
-        open = true
     }
 
-    /// Holds back events until the batch that made them is durable.
-    mutating func hold(_ touched: some Sequence<EventLog>) {
-        for log in touched { logs[ObjectIdentifier(log)] = log }
-        open = true
+    /// Holds back a log's events up to `id` until the command that made them is durable.
+    mutating func hold(_ log: EventLog, through id: Int) {
+        guard enabled else { return }
+        logs[ObjectIdentifier(log)] = (log, id)  // ids only grow
     }
 
-    /// Ends one store operation; returns the new sequence if it changed something.
-    mutating func advance() -> Int? {
-        guard open else { return nil }
-        open = false
-        sequence += 1
-        return sequence
-    }
-
-    /// Hands over what changed and starts afresh.
-    mutating func take() -> (changed: [EntityKind: Set<String>], logs: [EventLog]) {
+    /// Hands over the commands and held logs since the last take.
+    mutating func takeCommands() -> (
+        commands: [(position: Int, command: Command)], logs: [(log: EventLog, through: Int)]
+    ) {
         defer {
-            changed = [:]
+            commands = []
             logs = [:]
         }
-        return (changed, Array(logs.values))
+        return (commands, Array(logs.values))
+    }
+
+    /// Hands over the entities changed since the last checkpoint.
+    mutating func takeChanged() -> [EntityKind: Set<String>] {
+        defer {
+            changed = [:]
+            sinceCheckpoint = 0
+        }
+        return changed
+    }
+
+    /// Forgets held logs and recorded commands (they came from the data directory: durable already).
+    mutating func settleReplayed() {
+        commands = []
+        logs = [:]
     }
 }

@@ -1,18 +1,29 @@
 // MARK: - Persistence: what a durable server builds on
 
 extension Store {
-    /// A store that records what changes for a durable copy (`takeJournalBatch`), rebuilt
-    /// from `image` (empty on first start). Its events reach streams only once published.
+    /// A store that journals what it applies for a durable copy (`takeBatch`), rebuilt from
+    /// `image`: its checkpoint, then its commands applied again (empty on first start). Its
+    /// events reach streams only once published; the replayed ones are durable already.
     public convenience init(limits: StoreLimits = StoreLimits(), restoring image: PersistedImage)
         throws(PersistenceError)
     {
         var state = StoreState(limits: limits, persistent: true)
-        try state.restore(image, at: .now())
+        try state.restore(image)
+        let replayed = try state.replay(image.commands)
         self.init(state: state)
+        sequenceCounter.store(image.lastPosition, ordering: .releasing)
+        for effects in replayed { outbox.enqueue(effects) }
+        outbox.perform()
+        self.state.withLock { state in
+            for id in state.observers.ids {
+                if let log = state.observers[id]?.log { log.publish(through: log.lastID) }
+            }
+            state.adminLog.publish(through: state.adminLog.lastID)
+        }
     }
 
-    /// The journal sequence of the last change: a caller that saw a change made by now
-    /// may wait for a batch with at least this sequence to be durable.
+    /// The journal position of the last change: a caller that saw a change made by now
+    /// may wait for a batch with at least this position to be durable.
     public var journalSequence: Int { sequenceCounter.load(ordering: .acquiring) }
 
     /// Runs `handler` (after the lock is released) whenever a change finds the journal empty:
@@ -21,9 +32,12 @@ extension Store {
         journalHandler.withLock { $0 = JournalHandler(wake: handler) }
     }
 
-    /// Takes what changed since the last batch (empty if nothing did).
-    public func takeJournalBatch() -> JournalBatch {
-        state.withLock { $0.takeJournalBatch() }
+    /// Takes what was applied since the last batch (empty if nothing was); a checkpoint when
+    /// `checkpoint` is set or `checkpointEvery` commands were applied since the last one.
+    public func takeBatch(checkpoint: Bool = false, checkpointEvery: Int = .max) -> JournalBatch {
+        state.withLock { state in
+            state.takeBatch(checkpoint: checkpoint || state.journal.sinceCheckpoint >= checkpointEvery)
+        }
     }
 }
 

@@ -1,37 +1,45 @@
-// MARK: - Persistence: taking the journal, rebuilding from stored rows
+// MARK: - Persistence: commits and checkpoints, rebuilding from a checkpoint and its commands
 
 extension StoreState {
-    /// Takes what changed since the last batch, with copies of the entities as they are now.
-    mutating func takeJournalBatch() -> JournalBatch {
-        let (changed, logs) = journal.take()
-        var entities: [(kind: EntityKind, id: String, entity: JournalBatch.Entity?)] = []
-        for (kind, ids) in changed {
-            for id in ids { entities.append((kind, id, entity(kind, id))) }
+    /// Takes the commands applied since the last batch; with `checkpoint`, also copies of
+    /// every entity changed since the last checkpoint, as they are now.
+    mutating func takeBatch(checkpoint: Bool) -> JournalBatch {
+        let (commands, logs) = journal.takeCommands()
+        guard checkpoint else {
+            return JournalBatch(commands: commands, checkpoint: nil, sequence: journal.sequence, logs: logs)
         }
-        return JournalBatch(
-            sequence: journal.sequence, revision: revision, entities: entities, adminLog: adminLog,
-            logs: logs.map { ($0, $0.lastID) })
+        var entities: [(kind: EntityKind, id: String, entity: JournalBatch.Entity?)] = []
+        let changed = journal.takeChanged()
+        for kind in EntityKind.allCases {
+            for id in (changed[kind] ?? []).sorted() { entities.append((kind, id, entity(kind, id))) }
+        }
+        let snapshot = JournalBatch.Checkpoint(
+            entities: entities, position: journal.sequence, revision: revision, adminLastEventID: adminLastEventID,
+            clock: clock.milliseconds)
+        return JournalBatch(commands: [], checkpoint: snapshot, sequence: journal.sequence, logs: logs)
     }
 
-    private mutating func entity(_ kind: EntityKind, _ id: String) -> JournalBatch.Entity? {
+    private func entity(_ kind: EntityKind, _ id: String) -> JournalBatch.Entity? {
         switch kind {
-        case .class: classes[id].map { .class($0) }
-        case .object: objects[id].map { .object($0, pendingRelease: pendingRelease.contains(id)) }
+        case .class: graph.classes[id].map { .class($0) }
+        case .object: graph.objects[id].map { .object($0, pendingRelease: graph.pendingRelease.contains(id)) }
         case .observer: observers[id].map { .observer($0) }
         case .registration: registrations[id].map { .registration($0) }
-        case .subscription: subscriptions[id].map { .subscription($0) }
-        case .lastEventID: observers.inPlace(id) { .lastEventID($0.log.lastID) }
+        case .subscription: center[id].map { .subscription($0) }
+        case .lastEventID: observers[id].map { .lastEventID($0.lastEventID) }
+        case .queue: .queue(center.queue)
         }
     }
 
-    /// Rebuilds the state from stored rows (into an empty state). Leases start counting
-    /// at `now`; registrations are bound to the values as stored.
-    mutating func restore(_ image: PersistedImage, at now: Moment) throws(PersistenceError) {
+    /// Rebuilds the state of a checkpoint from its rows (into an empty state); registrations
+    /// are bound to the values as stored.
+    mutating func restore(_ image: PersistedImage) throws(PersistenceError) {
+        let time = Timestamp(milliseconds: image.clock)
         var byKind: [EntityKind: [StoredDocument]] = [:]
         for row in image.rows { byKind[row.kind, default: []].append(try StoredDocument(row)) }
         for document in byKind[.class] ?? [] { try restoreClass(document) }
         for document in byKind[.object] ?? [] { try restoreObject(document) }
-        for document in byKind[.observer] ?? [] { try restoreObserver(document, at: now) }
+        for document in byKind[.observer] ?? [] { try restoreObserver(document, at: time) }
         for document in byKind[.lastEventID] ?? [] { try restoreLastEventID(document) }
         var registrationRows: [(Int, StoredDocument)] = []
         for document in byKind[.registration] ?? [] {
@@ -41,9 +49,40 @@ extension StoreState {
             try restoreRegistration(document, sequence: sequence)
         }
         for document in byKind[.subscription] ?? [] { try restoreSubscription(document) }
+        for document in byKind[.queue] ?? [] { try restoreQueue(document) }
         revision = image.revision
+        adminLastEventID = image.adminLastEventID
         adminLog.continueAfter(image.adminLastEventID)
-        _ = journal.take()  // what was just read is what is stored
+        clock = time
+        journal = Journal(enabled: journal.enabled, after: image.checkpoint)
+    }
+
+    /// Applies the commands stored after the checkpoint again, in order, with the count limits
+    /// lifted: each succeeded when it was first applied, and a limit lowered since must not
+    /// refuse what was acknowledged. Their events refill the replay buffers; they are durable,
+    /// so they show at once. Returns the effects to perform (their events, into the logs).
+    mutating func replay(_ commands: [(position: Int, bytes: [UInt8])]) throws(PersistenceError) -> [Effects] {
+        let configured = limits
+        limits = .unlimited(keeping: configured)
+        defer { limits = configured }
+        var performed: [Effects] = []
+        for (position, bytes) in commands {
+            let command: Command
+            do {
+                command = try Command(decoding: bytes)
+            } catch {
+                throw PersistenceError(kind: .queue, id: "command \(position)", reason: error.description)
+            }
+            let (result, effects) = apply(command)
+            if case .failure(let error) = result {
+                throw PersistenceError(
+                    kind: .queue, id: "command \(position)", reason: "no longer applies: \(error.message)")
+            }
+            _ = journal.record(command)
+            performed.append(effects)
+        }
+        journal.settleReplayed()
+        return performed
     }
 
     private mutating func restoreClass(_ document: StoredDocument) throws(PersistenceError) {
@@ -51,62 +90,70 @@ extension StoreState {
         let schema = try document.checked { () throws(CoreError) in
             try ClassSchema(name: document.row.id, definition: .object(definition))
         }
-        classes[schema.name] = ClassRecord(schema: schema, revision: try document.int("revision"))
+        graph.classes[schema.name] = ObjectGraph.ClassRecord(schema: schema, revision: try document.int("revision"))
     }
 
     private mutating func restoreObject(_ document: StoredDocument) throws(PersistenceError) {
         let id = document.row.id
         let className = try document.optionalString("class")
-        if let className, classes[className] == nil { throw document.failure("its class \(className) is not stored") }
-        objects[id] = StoredObject(
-            id: id, className: className, revision: try document.int("revision"),
-            createdAt: try document.timestamp("createdAt"), values: try document.object("values"))
-        objectIDs.insert(id)
-        if let className { objectIDsByClass[className, default: SortedIDs()].insert(id) }
-        if try document.bool("pendingRelease") { pendingRelease.insert(id) }
+        if let className, graph.classes[className] == nil {
+            throw document.failure("its class \(className) is not stored")
+        }
+        graph.insert(
+            StoredObject(
+                id: id, className: className, revision: try document.int("revision"),
+                createdAt: try document.timestamp("createdAt"), values: try document.object("values")))
+        if try document.bool("pendingRelease") { graph.pendingRelease.insert(id) }
     }
 
-    private mutating func restoreObserver(_ document: StoredDocument, at now: Moment) throws(PersistenceError) {
+    private mutating func restoreObserver(_ document: StoredDocument, at time: Timestamp) throws(PersistenceError) {
         let id = document.row.id
-        let lease = try document.int("lease")
-        let deadline = now.instant + .seconds(lease)
-        let record = ObserverRecord(
-            id: id, name: try document.string("name"), token: try document.string("token"), lease: lease,
-            retainObserved: try document.bool("retainObserved"), createdAt: try document.timestamp("createdAt"),
-            log: EventLog(
-                capacity: try document.int("replay"), maxBytes: limits.maxReplayBytes,
-                lastID: try document.int("lastEventId"), gated: true),
-            expiresAt: deadline)
-        observers[id] = record
-        observersByToken[record.token] = id
-        leaseDeadlines.schedule(id, at: deadline)
+        // Data directories from before token hashing hold the token itself.
+        let tokenHash =
+            document.members["tokenHash"] != nil
+            ? try document.string("tokenHash") : TokenHash.of(try document.string("token"))
+        let lastEventID = try document.int("lastEventId")
+        observers.insert(
+            ObserverRecord(
+                id: id, name: try document.string("name"), tokenHash: tokenHash, lease: try document.int("lease"),
+                retainObserved: try document.bool("retainObserved"), createdAt: try document.timestamp("createdAt"),
+                log: EventLog(
+                    label: id, capacity: try document.int("replay"), maxBytes: limits.maxReplayBytes,
+                    lastID: lastEventID, gated: true),
+                lastEventID: lastEventID),
+            at: time)
     }
 
     /// An observer's ids continue after the last one stored (its document may hold an older one).
     private mutating func restoreLastEventID(_ document: StoredDocument) throws(PersistenceError) {
         let id = document.row.id
-        guard let log = observers[id]?.log else { throw document.failure("its observer \(id) is not stored") }
-        let lastID = try document.int("lastEventId")
-        if lastID > log.lastID { log.continueAfter(lastID) }
+        guard observers[id] != nil else { throw document.failure("its observer \(id) is not stored") }
+        observers.continueEvents(of: id, after: try document.int("lastEventId"))
     }
 
     private mutating func restoreRegistration(_ document: StoredDocument, sequence: Int) throws(PersistenceError) {
         let observerID = try document.string("observer")
         let objectID = try document.string("object")
         guard observers[observerID] != nil else { throw document.failure("its observer \(observerID) is not stored") }
-        guard objects[objectID] != nil else { throw document.failure("its object \(objectID) is not stored") }
+        guard graph.objects[objectID] != nil else { throw document.failure("its object \(objectID) is not stored") }
         let keyPath = try document.string("keyPath")
         let path = try document.checked { () throws(CoreError) in try KeyPath(keyPath) }
         let names = try document.strings("options")
         let options = try document.checked { () throws(CoreError) in try ObservationOptions(names: names) }
+        // A context of `null` given as such is kept apart from none (`contextGiven`); documents
+        // written before that distinction read `null` as none.
         let context = try document.value("context")
-        _ = insertRegistration(
+        let given = document.members["contextGiven"].map { $0 == .bool(true) } ?? !context.isNull
+        var registration = bind(
             Registration(
                 id: document.row.id, observerID: observerID, objectID: objectID, keyPath: path, options: options,
-                context: context.isNull ? nil : context, createdAt: try document.timestamp("createdAt"),
+                context: given ? context : nil, createdAt: try document.timestamp("createdAt"),
                 sequence: sequence, derivedPolicy: nil, value: .null, notifiedValue: .null, dependencies: [],
                 location: nil))
-        registrationSequence = max(registrationSequence, sequence)
+        // The value at its last notification (`manual` keys); older documents: the value now.
+        if let notified = document.members["notified"] { registration.notifiedValue = notified }
+        registrations.insert(registration)
+        registrations.continueSequence(after: sequence)
     }
 
     private mutating func restoreSubscription(_ document: StoredDocument) throws(PersistenceError) {
@@ -118,9 +165,27 @@ extension StoreState {
             target: SubscriptionTarget(
                 name: try document.optionalString("name"), object: try document.optionalString("object")),
             createdAt: try document.timestamp("createdAt"), sequence: sequence)
-        subscriptions[subscription.id] = subscription
-        subscriptionIndex.insert(subscription.id, subscription.target)
-        observers[observerID]?.subscriptionsByTarget[subscription.target] = subscription.id
-        registrationSequence = max(registrationSequence, sequence)
+        center.insert(subscription)
+        center.continueSequence(after: sequence)
+    }
+
+    private mutating func restoreQueue(_ document: StoredDocument) throws(PersistenceError) {
+        guard case .array(let entries) = try document.value("entries") else { throw document.failure("no entries") }
+        for entry in entries {
+            guard case .object(let members) = entry, case .string(let name)? = members["name"],
+                case .string(let styleName)? = members["style"],
+                let style = NotificationQueue.Style(rawValue: styleName),
+                case .int(let queuedAt)? = members["enqueuedAt"]
+            else { throw document.failure("an entry is unreadable: \(entry)") }
+            let object: String? = if case .string(let id)? = members["object"] { id } else { nil }
+            let userInfo = members["userInfo"]
+            _ = try document.checked { () throws(CoreError) in
+                try center.queue.enqueue(
+                    NotificationQueue.Entry(
+                        name: name, object: object, userInfo: userInfo, style: style,
+                        enqueuedAt: Timestamp(milliseconds: Int64(queuedAt))),
+                    coalescing: [])
+            }
+        }
     }
 }

@@ -1,57 +1,66 @@
 // MARK: - Observers, registrations, streams
 
-/// What `observe` answers: each registration asked for, and whether it already existed.
-public struct ObserveResult: Sendable {
-    public let registrations: [(registration: RegistrationSnapshot, deduplicated: Bool)]
-    /// The revision taken, nil when every pair was already registered (nothing changed).
-    public let revision: Int?
+/// What creating an observer returns: its snapshot and its token, shown once.
+public struct CreatedObserver: Sendable {
+    public let observer: ObserverSnapshot
+    public let token: String
 }
 
 extension Store {
+    /// Creates an observer with a fresh id and token (the state keeps only the token's hash).
     public func createObserver(_ settings: ObserverSettings) throws(CoreError) -> CreatedObserver {
-        let now = Moment.now()
-        return try change { state throws(CoreError) in try state.createObserver(settings, at: now) }
+        let token = RandomID.make("", bytes: 24)
+        let snapshot = expected(
+            try issue(
+                .createObserver(
+                    id: RandomID.make("obs_"), tokenHash: TokenHash.of(token), name: settings.name,
+                    lease: settings.lease, retainObserved: settings.retainObserved, replay: settings.replay))
+        ) {
+            if case .observerCreated(let snapshot) = $0 { snapshot } else { nil }
+        }
+        return CreatedObserver(observer: snapshot, token: token)
     }
 
     /// Every observer, in creation order.
     public func observers() -> [ObserverSnapshot] {
-        let now = Moment.now()
-        return state.withLock { state in
-            state.observers.values.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-                .map { state.observerSnapshot($0, at: now, withRegistrations: false) }
-        }
+        state.withLock { state in state.observers.all.map { state.observerSnapshot($0.id, withRegistrations: false) } }
     }
 
     /// One observer, with its registrations.
     public func observer(_ id: String) throws(CoreError) -> ObserverSnapshot {
-        let now = Moment.now()
-        return try read { state throws(CoreError) in
-            state.observerSnapshot(try state.existingObserver(id), at: now, withRegistrations: true)
+        try read { state throws(CoreError) in
+            _ = try state.observers.existing(id)
+            return state.observerSnapshot(id, withRegistrations: true)
         }
     }
 
     /// Removes an observer and all it owns (unobserveAll); returns the revision.
     public func deleteObserver(_ id: String) throws(CoreError) -> Int {
-        try change { state throws(CoreError) in try state.removeObserver(id, reason: "deleted") }
+        expected(try issue(.deleteObserver(observer: id))) {
+            if case .removed(let revision?) = $0 { revision } else { nil }
+        }
     }
 
     /// Restarts the lease; returns when it now runs out (nil while a stream holds it).
     public func keepalive(_ id: String) throws(CoreError) -> Timestamp? {
-        let now = Moment.now()
-        return try change(needsDisk: false) { state throws(CoreError) in try state.keepalive(id, at: now) }
+        expected(try issue(.keepalive(observer: id))) {
+            if case .leaseRenewed(let expiresAt) = $0 { expiresAt } else { nil }
+        }
     }
 
     /// Registers key paths of an object for an observer (deduplicated per pair).
     public func observe(
         observerID: String, objectID: String, keyPaths: [String], options: ObservationOptions, context: JSON?
     ) throws(CoreError) -> ObserveResult {
-        let now = Moment.now()
-        let outcome = try change { state throws(CoreError) in
-            try state.observe(
-                observerID: observerID, objectID: objectID, keyPaths: keyPaths, options: options, context: context,
-                at: now)
+        let ids = keyPaths.map { _ in RandomID.make("reg_") }
+        return expected(
+            try issue(
+                .observe(
+                    observer: observerID, object: objectID, keyPaths: keyPaths, options: options.nameList,
+                    context: context, registrationIDs: ids))
+        ) {
+            if case .observed(let result) = $0 { result } else { nil }
         }
-        return ObserveResult(registrations: outcome.registrations, revision: outcome.revision)
     }
 
     /// Removes registrations: by id, by object and key path, by object, or all (no filter).
@@ -59,10 +68,9 @@ extension Store {
     public func unobserve(
         observerID: String, registrationID: String? = nil, objectID: String? = nil, keyPath: String? = nil
     ) throws(CoreError) -> Int? {
-        try change { state throws(CoreError) in
-            try state.unobserve(
-                observerID: observerID, registrationID: registrationID, objectID: objectID, keyPath: keyPath)
-        }
+        let outcome = try issue(
+            .unobserve(observer: observerID, registration: registrationID, object: objectID, keyPath: keyPath))
+        return if case .removed(let revision) = outcome { revision } else { nil }
     }
 
     // MARK: Leases
@@ -70,23 +78,24 @@ extension Store {
     /// Removes the observers whose lease ran out; returns their ids.
     @discardableResult
     public func expireLeases() -> [String] {
-        let now = Moment.now()
-        return (try? change(needsDisk: false) { state in state.expireLeases(at: now) }) ?? []
+        let outcome = try? issue(.expireLeases)
+        return if case .expired(let ids)? = outcome { ids } else { [] }
     }
 
     /// When the next lease may run out.
-    public var nextLeaseDeadline: ContinuousClock.Instant? { state.withLock { $0.nextLeaseDeadline } }
+    public var nextLeaseDeadline: Timestamp? { state.withLock { $0.observers.nextLeaseDeadline } }
 
     // MARK: Streams
 
     /// Opens an event stream on an observer's log (nil: the admin log). Close it with `closeStream`.
     public func openStream(of observerID: String?) throws(CoreError) -> EventLog {
-        try read { state throws(CoreError) in try state.openStream(of: observerID) }
+        expected(try issue(.openStream(observer: observerID))) {
+            if case .streamOpened(let log) = $0 { log } else { nil }
+        }
     }
 
     public func closeStream(of observerID: String?) {
-        let now = Moment.now()
-        state.withLock { $0.closeStream(of: observerID, at: now) }
+        _ = try? issue(.closeStream(observer: observerID))
     }
 
     /// What a client that fell out of the replay buffer needs to rebuild its state: one
@@ -96,12 +105,7 @@ extension Store {
     /// records and the sequence of the last, or nil when no registration follows `after`.
     public func rebuildRecords(of observerID: String, after: Int, maxBytes: Int) -> (records: [Event], last: Int)? {
         state.withLock { state in
-            guard let observer = state.observers[observerID] else { return nil }
-            let pending = observer.registrationsByTarget.values.compactMap { id -> Registration? in
-                guard let registration = state.registrations[id], registration.sequence > after else { return nil }
-                return registration
-            }
-            .sorted { $0.sequence < $1.sequence }
+            let pending = state.registrations.owned(by: observerID).filter { $0.sequence > after }
             guard !pending.isEmpty else { return nil }
             var records: [Event] = []
             var bytes = 0
@@ -109,7 +113,7 @@ extension Store {
                 if !records.isEmpty, bytes >= maxBytes { break }
                 var record = ChangeRecord(revision: state.revision)
                 record.flag = .initial
-                record.new = (try? state.read(registration.keyPath, of: registration.objectID)) ?? .null
+                record.new = (try? state.graph.read(registration.keyPath, of: registration.objectID)) ?? .null
                 let event = Event(
                     id: 0, name: "change", data: ChangeRecord.encode(registration, tail: record.encodedTail()))
                 bytes += event.heldBytes
@@ -120,5 +124,8 @@ extension Store {
     }
 
     /// The observer a token belongs to (section 9), nil for an unknown token.
-    public func observerID(forToken token: String) -> String? { state.withLock { $0.observersByToken[token] } }
+    public func observerID(forToken token: String) -> String? {
+        let hash = TokenHash.of(token)
+        return state.withLock { $0.observers.observerID(forTokenHash: hash) }
+    }
 }

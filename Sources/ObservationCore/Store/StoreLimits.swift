@@ -31,4 +31,16 @@ public struct StoreLimits: Sendable {
         self.maxQueuedNotifications = maxQueuedNotifications
         self.maxQueuedNotificationBytes = maxQueuedNotificationBytes
     }
+
+    /// No count limits, `limits`' byte budgets (replaying commands that were all accepted once).
+    static func unlimited(keeping limits: StoreLimits) -> StoreLimits {
+        var unlimited = limits
+        unlimited.maxObjects = .max
+        unlimited.maxObservers = .max
+        unlimited.maxRegistrationsPerObserver = .max
+        unlimited.maxStreams = .max
+        unlimited.maxQueuedNotifications = .max
+        unlimited.maxQueuedNotificationBytes = .max
+        return unlimited
+    }
 }

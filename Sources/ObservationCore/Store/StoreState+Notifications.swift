@@ -1,38 +1,45 @@
 // MARK: - The notification center: subscriptions, posting, the queue
 
+/// How a notification is posted (NSPostingStyle).
+public enum PostingStyle: String, Sendable, CaseIterable {
+    /// Delivered before the answer.
+    case now
+    /// Queued; delivered at the end of the current batch.
+    case asap
+    /// Queued; delivered once the server is idle (at most a second later).
+    case idle
+}
+
+/// What posting answered.
+public enum PostOutcome: Sendable, Equatable {
+    case delivered(revision: Int, count: Int)
+    case queued(coalesced: Int)
+}
+
 extension StoreState {
     /// Subscribes an observer to a name, an object, both or neither (addObserver:selector:name:object:).
     /// Returns the subscription, whether it already existed, and the revision if one was taken.
     mutating func subscribe(
-        observerID: String, name: String?, object: String?, at now: Moment
+        observerID: String, name: String?, object: String?, subscriptionID: String, at time: Timestamp
     ) throws(CoreError) -> (subscription: SubscriptionSnapshot, deduplicated: Bool, revision: Int?) {
-        // Read through `observers[id]`, never a local copy: a copy alive across the insert below
-        // would make the tables copy-on-write on every subscription (quadratic).
         guard observers[observerID] != nil else { throw CoreError.notFound("observer", observerID) }
         try Self.checkNotification(name: name, object: object)
         let target = SubscriptionTarget(name: name, object: object)
-        if let existing = observers[observerID]?.subscriptionsByTarget[target],
-            let subscription = subscriptions[existing]
-        {
-            return (subscription.snapshot, true, nil)
-        }
-        guard heldRegistrations(of: observerID) < limits.maxRegistrationsPerObserver else {
+        if let existing = center.subscription(of: observerID, at: target) { return (existing.snapshot, true, nil) }
+        guard registrations.count(of: observerID) + center.count(of: observerID) < limits.maxRegistrationsPerObserver
+        else {
             throw CoreError(
                 .limitExceeded,
                 "observer \(observerID) may hold at most \(limits.maxRegistrationsPerObserver) registrations",
                 details: ["limit": .int(limits.maxRegistrationsPerObserver)])
         }
-        var id = RandomID.make("sub_")
-        while subscriptions[id] != nil { id = RandomID.make("sub_") }
-        registrationSequence += 1
         let subscription = Subscription(
-            id: id, observerID: observerID, target: target, createdAt: now.wall, sequence: registrationSequence)
+            id: Self.freshID(subscriptionID) { center[$0] != nil }, observerID: observerID, target: target,
+            createdAt: time, sequence: center.nextSequence())
         let revision = nextRevision()
-        subscriptions[id] = subscription
-        journal.mark(.subscription, id)
-        subscriptionIndex.insert(id, target)
-        observers[observerID]?.subscriptionsByTarget[target] = id
-        appendAdmin(
+        center.insert(subscription)
+        journal.mark(.subscription, subscription.id)
+        emitAdmin(
             "subscriptionAdded",
             [
                 "observer": .string(observerID), "subscription": .object(subscription.snapshot.json),
@@ -44,14 +51,12 @@ extension StoreState {
     /// Removes subscriptions by id, or by removeObserver:name:object: rules. Nothing matching
     /// is 404, except removing all from an observer with none, which changes nothing.
     mutating func unsubscribe(
-        observerID: String, subscriptionID: String? = nil, name: String? = nil, object: String? = nil
+        observerID: String, subscriptionID: String?, name: String?, object: String?
     ) throws(CoreError) -> Int? {
-        let observer = try existingObserver(observerID)
-        let matching = observer.subscriptionsByTarget.values.compactMap { subscriptions[$0] }
-            .filter {
-                (subscriptionID == nil || $0.id == subscriptionID) && $0.target.matches(name: name, object: object)
-            }
-            .sorted { $0.sequence < $1.sequence }
+        _ = try observers.existing(observerID)
+        let matching = center.owned(by: observerID).filter {
+            (subscriptionID == nil || $0.id == subscriptionID) && $0.target.matches(name: name, object: object)
+        }
         if matching.isEmpty {
             if subscriptionID == nil, name == nil, object == nil { return nil }
             throw CoreError(.notFound, "observer \(observerID) has no such subscription")
@@ -62,13 +67,11 @@ extension StoreState {
     }
 
     mutating func removeSubscription(_ subscription: Subscription, reason: String, revision: Int) {
-        subscriptions[subscription.id] = nil
+        center.remove(subscription.id)
         journal.mark(.subscription, subscription.id)
-        subscriptionIndex.remove(subscription.id, subscription.target)
-        observers[subscription.observerID]?.subscriptionsByTarget[subscription.target] = nil
-        appendCancelled(
+        emitCancelled(
             "subscription", subscription.id, reason: reason, revision: revision, to: subscription.observerID)
-        appendAdmin(
+        emitAdmin(
             "subscriptionRemoved",
             [
                 "observer": .string(subscription.observerID), "subscription": .string(subscription.id),
@@ -76,12 +79,47 @@ extension StoreState {
             ])
     }
 
-    /// Posts a notification now: one `notification` event per matching subscription, under
+    /// Posts now, or queues (with coalescing on `coalesce`: "name", "object").
+    mutating func post(
+        name: String, object: String?, userInfo: JSON?, posting: String, coalesce: [String], at time: Timestamp
+    ) throws(CoreError) -> PostOutcome {
+        guard let style = PostingStyle(rawValue: posting) else {
+            throw CoreError(.invalidRequest, "posting must be now, asap or idle, not '\(posting)'")
+        }
+        try Self.checkNotification(name: name, object: object)
+        var mask: NotificationQueue.CoalescingMask = []
+        for field in coalesce {
+            switch field {
+            case "name": mask.insert(.name)
+            case "object": mask.insert(.object)
+            default: throw CoreError.unknownField(field, in: "coalesce", allowed: ["name", "object"])
+            }
+        }
+        let queueStyle: NotificationQueue.Style
+        switch style {
+        case .now:
+            guard mask.isEmpty else {
+                throw CoreError(.invalidRequest, "coalesce applies to queued postings (asap, idle)")
+            }
+            let (revision, delivered) = deliver(name: name, object: object, userInfo: userInfo)
+            return .delivered(revision: revision, count: delivered)
+        case .asap: queueStyle = .asap
+        case .idle: queueStyle = .idle
+        }
+        let coalesced = try center.queue.enqueue(
+            NotificationQueue.Entry(
+                name: name, object: object, userInfo: userInfo, style: queueStyle, enqueuedAt: time),
+            coalescing: mask, maxEntries: limits.maxQueuedNotifications, maxBytes: limits.maxQueuedNotificationBytes)
+        journal.mark(.queue, "queue")
+        effects.timerMustLook = true
+        return .queued(coalesced: coalesced)
+    }
+
+    /// Delivers a notification now: one `notification` event per matching subscription, under
     /// one new revision. Returns the revision and how many subscriptions it reached.
-    mutating func post(name: String, object: String?, userInfo: JSON?) -> (revision: Int, delivered: Int) {
+    mutating func deliver(name: String, object: String?, userInfo: JSON?) -> (revision: Int, delivered: Int) {
         let revision = nextRevision()
-        let matched = subscriptionIndex.matching(name: name, object: object).compactMap { subscriptions[$0] }
-            .sorted { $0.sequence < $1.sequence }
+        let matched = center.matching(name: name, object: object)
         var tail = JSONWriter(capacity: 96)
         tail.raw(",\"name\":")
         tail.write(name)
@@ -97,9 +135,9 @@ extension StoreState {
             writer.raw("{\"subscription\":")
             writer.write(subscription.id)
             writer.raw(tail.bytes)
-            appendEvent("notification", writer.bytes, to: subscription.observerID)
+            emit("notification", writer.bytes, to: subscription.observerID)
         }
-        appendAdmin(
+        emitAdmin(
             "notificationPosted",
             [
                 "name": .string(name), "object": object.map(JSON.string) ?? .null, "userInfo": userInfo ?? .null,
@@ -108,28 +146,15 @@ extension StoreState {
         return (revision, matched.count)
     }
 
-    /// Queues a posting (NSNotificationQueue); returns how many queued ones it coalesced.
-    mutating func enqueue(
-        name: String, object: String?, userInfo: JSON?, style: NotificationQueue.Style,
-        coalescing mask: NotificationQueue.CoalescingMask, at now: Moment
-    ) throws(CoreError) -> Int {
-        try notificationQueue.enqueue(
-            NotificationQueue.Entry(
-                name: name, object: object, userInfo: userInfo, style: style, enqueuedAt: now.instant),
-            coalescing: mask)
-    }
-
-    /// Delivers every queued posting of `style`, in order, each under its own revision.
-    mutating func flushQueue(_ style: NotificationQueue.Style) -> Int {
-        let entries = notificationQueue.take(style)
-        for entry in entries { _ = post(name: entry.name, object: entry.object, userInfo: entry.userInfo) }
+    /// Delivers every queued posting of `posting` (`asap`, `idle`), in order, each under its own revision.
+    mutating func deliverQueued(_ posting: String) throws(CoreError) -> Int {
+        guard let style = NotificationQueue.Style(rawValue: posting) else {
+            throw CoreError(.invalidRequest, "queued postings are asap or idle, not '\(posting)'")
+        }
+        let entries = center.queue.take(style)
+        if !entries.isEmpty { journal.mark(.queue, "queue") }
+        for entry in entries { _ = deliver(name: entry.name, object: entry.object, userInfo: entry.userInfo) }
         return entries.count
-    }
-
-    /// Observations and subscriptions an observer holds (they share one limit).
-    func heldRegistrations(of observerID: String) -> Int {
-        (observers[observerID]?.registrationsByTarget.count ?? 0)
-            + (observers[observerID]?.subscriptionsByTarget.count ?? 0)
     }
 
     /// Notification names: 1–256 printable characters; objects: any id string.

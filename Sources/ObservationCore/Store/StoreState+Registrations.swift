@@ -1,53 +1,60 @@
-// MARK: - Registrations: observe, unobserve, retain
+// MARK: - Registrations: observe, unobserve
+
+/// What `observe` answers: each registration asked for, and whether it already existed.
+public struct ObserveResult: Sendable {
+    public let registrations: [(registration: RegistrationSnapshot, deduplicated: Bool)]
+    /// The revision taken, nil when every pair was already registered (nothing changed).
+    public let revision: Int?
+}
 
 extension StoreState {
-    /// What `observe` did: the registrations asked for (new or existing) and the revision, if it took one.
-    struct ObserveOutcome {
-        var registrations: [(RegistrationSnapshot, deduplicated: Bool)] = []
-        var revision: Int?
-    }
-
     /// Registers `keyPaths` of `objectID` for an observer (observe:keyPaths:options:context:).
-    /// A pair already registered is answered with the existing registration (first wins).
+    /// A pair already registered is answered with the existing registration (first wins). New
+    /// registrations take the ids the command carries, in order.
     mutating func observe(
-        observerID: String, objectID: String, keyPaths: [String], options: ObservationOptions, context: JSON?,
-        at now: Moment
-    ) throws(CoreError) -> ObserveOutcome {
+        observerID: String, objectID: String, keyPaths: [String], optionNames: [String], context: JSON?,
+        registrationIDs: [String], at time: Timestamp
+    ) throws(CoreError) -> ObserveResult {
+        let options = try ObservationOptions(names: optionNames)
         guard !keyPaths.isEmpty else { throw CoreError(.invalidRequest, "give 'keyPath' or a non-empty 'keyPaths'") }
-        // Read through `observers[id]`, never a local copy (see `subscribe`).
         guard observers[observerID] != nil else { throw CoreError.notFound("observer", observerID) }
-        let object = try existingObject(objectID)
+        let object = try graph.existingObject(objectID)
         var paths: [KeyPath] = []
+        var seen = Set<String>()
         for text in keyPaths {
             let path = try KeyPath(text)
-            try checker.check(path, from: object.className)
-            paths.append(path)
+            try graph.checker.check(path, from: object.className)
+            if seen.insert(path.description).inserted { paths.append(path) }
         }
-        let fresh = Set(paths.map(\.description)).filter {
-            observers[observerID]?.registrationsByTarget[RegistrationTarget(objectID: objectID, keyPath: $0)] == nil
+        let fresh = paths.filter {
+            registrations.registration(
+                of: observerID, at: RegistrationTarget(objectID: objectID, keyPath: $0.description)) == nil
         }
-        guard heldRegistrations(of: observerID) + fresh.count <= limits.maxRegistrationsPerObserver else {
+        let held = registrations.count(of: observerID) + center.count(of: observerID)
+        guard held + fresh.count <= limits.maxRegistrationsPerObserver else {
             throw CoreError(
                 .limitExceeded,
                 "observer \(observerID) may hold at most \(limits.maxRegistrationsPerObserver) registrations",
                 details: ["limit": .int(limits.maxRegistrationsPerObserver)])
         }
-        var outcome = ObserveOutcome()
-        if !fresh.isEmpty { outcome.revision = nextRevision() }
-        var seen = Set<String>()
-        for path in paths where seen.insert(path.description).inserted {
+        guard fresh.count <= registrationIDs.count else {
+            throw CoreError(.invalidRequest, "the command carries too few registration ids")
+        }
+        let revision = fresh.isEmpty ? nil : nextRevision()
+        var answer: [(RegistrationSnapshot, deduplicated: Bool)] = []
+        var newIDs = registrationIDs.makeIterator()
+        for path in paths {
             let target = RegistrationTarget(objectID: objectID, keyPath: path.description)
-            if !fresh.contains(path.description), let existing = observers[observerID]?.registrationsByTarget[target],
-                let registration = registrations[existing]
-            {
-                outcome.registrations.append((registration.snapshot, true))
+            if let existing = registrations.registration(of: observerID, at: target) {
+                answer.append((existing.snapshot, true))
                 continue
             }
-            guard let revision = outcome.revision else { continue }
+            guard let revision, let candidate = newIDs.next() else { continue }
             let registration = addRegistration(
-                observerID: observerID, objectID: objectID, path: path, options: options, context: context, at: now)
-            outcome.registrations.append((registration.snapshot, false))
-            appendAdmin(
+                id: Self.freshID(candidate) { registrations[$0] != nil }, observerID: observerID, objectID: objectID,
+                path: path, options: options, context: context, at: time)
+            answer.append((registration.snapshot, false))
+            emitAdmin(
                 "observationAdded",
                 [
                     "observer": .string(observerID), "observation": .object(registration.snapshot.json),
@@ -57,57 +64,37 @@ extension StoreState {
                 var record = ChangeRecord(revision: revision)
                 record.flag = .initial
                 record.new = options.contains(.new) ? registration.value : JSON?.none  // not `nil`: that is JSON null
-                appendEvent("change", ChangeRecord.encode(registration, tail: record.encodedTail()), to: observerID)
+                emit("change", ChangeRecord.encode(registration, tail: record.encodedTail()), to: observerID)
             }
         }
-        return outcome
+        return ObserveResult(registrations: answer, revision: revision)
     }
 
     private mutating func addRegistration(
-        observerID: String, objectID: String, path: KeyPath, options: ObservationOptions, context: JSON?, at now: Moment
+        id: String, observerID: String, objectID: String, path: KeyPath, options: ObservationOptions, context: JSON?,
+        at time: Timestamp
     ) -> Registration {
-        var id = RandomID.make("reg_")
-        while registrations[id] != nil { id = RandomID.make("reg_") }
-        registrationSequence += 1
-        return insertRegistration(
+        let registration = bind(
             Registration(
                 id: id, observerID: observerID, objectID: objectID, keyPath: path, options: options, context: context,
-                createdAt: now.wall, sequence: registrationSequence, derivedPolicy: nil, value: .null,
+                createdAt: time, sequence: registrations.nextSequence(), derivedPolicy: nil, value: .null,
                 notifiedValue: .null, dependencies: [], location: nil))
-    }
-
-    /// Binds a registration (its current value, its dependencies) and enters it in every index.
-    mutating func insertRegistration(_ unbound: Registration) -> Registration {
-        var registration = unbound
-        let className = objects[registration.objectID]?.className
-        registration.derivedPolicy = checker.finalProperty(of: registration.keyPath, from: className).flatMap {
-            $0.computed == nil ? nil : $0.notify
-        }
-        let (value, trace) = evaluate(registration)
-        registration.value = value
-        registration.notifiedValue = value
-        rebind(&registration, to: trace)
-        registrations[registration.id] = registration
+        registrations.insert(registration)
         journal.mark(.registration, registration.id)
-        registrationsByObject[registration.objectID, default: []].insert(registration.id)
-        observers[registration.observerID]?.registrationsByTarget[
-            RegistrationTarget(objectID: registration.objectID, keyPath: registration.keyPath.description)] =
-            registration.id
         return registration
     }
 
     /// Removes registrations (by id, or by object and key path; none given: all). Nothing
     /// matching is 404, except unobserveAll on an observer with none, which changes nothing.
     mutating func unobserve(
-        observerID: String, registrationID: String? = nil, objectID: String? = nil, keyPath: String? = nil
+        observerID: String, registrationID: String?, objectID: String?, keyPath: String?
     ) throws(CoreError) -> Int? {
-        let observer = try existingObserver(observerID)
-        let owned = observer.registrationsByTarget.values.compactMap { registrations[$0] }
-        let matching = owned.filter { registration in
+        _ = try observers.existing(observerID)
+        let matching = registrations.owned(by: observerID).filter { registration in
             (registrationID == nil || registration.id == registrationID)
                 && (objectID == nil || registration.objectID == objectID)
                 && (keyPath == nil || registration.keyPath.description == keyPath)
-        }.sorted { $0.sequence < $1.sequence }
+        }
         if matching.isEmpty {
             if registrationID == nil, objectID == nil, keyPath == nil { return nil }
             throw CoreError(
@@ -125,56 +112,16 @@ extension StoreState {
     /// Removes one registration from every index, with its `cancelled` event. From the moment
     /// this returns, no record for it is produced (the fence).
     mutating func removeRegistration(_ registration: Registration, reason: String, revision: Int) {
-        var emptied = registration
-        rebind(&emptied, to: DependencyTrace())
-        registrations[registration.id] = nil
+        registrations.remove(registration.id)
         journal.mark(.registration, registration.id)
-        registrationsByObject[registration.objectID]?.remove(registration.id)
-        if registrationsByObject[registration.objectID]?.isEmpty == true {
-            registrationsByObject[registration.objectID] = nil
-        }
-        observers[registration.observerID]?.registrationsByTarget[
-            RegistrationTarget(objectID: registration.objectID, keyPath: registration.keyPath.description)] = nil
-        appendCancelled("observation", registration.id, reason: reason, revision: revision, to: registration.observerID)
-        appendAdmin(
+        emitCancelled("observation", registration.id, reason: reason, revision: revision, to: registration.observerID)
+        emitAdmin(
             "observationRemoved",
             [
                 "observer": .string(registration.observerID), "observation": .string(registration.id),
                 "object": .string(registration.objectID), "keyPath": .string(registration.keyPath.description),
                 "reason": .string(reason), "revision": .int(revision),
             ])
-    }
-
-    /// The `cancelled` event of a removed registration or subscription (`field` names which).
-    mutating func appendCancelled(
-        _ field: StaticString, _ id: String, reason: String, revision: Int, to observerID: String
-    ) {
-        var writer = JSONWriter(capacity: 80)
-        writer.raw("{\"")
-        writer.raw(field)
-        writer.raw("\":")
-        writer.write(id)
-        writer.raw(",\"reason\":")
-        writer.write(reason)
-        writer.raw(",\"revision\":")
-        writer.write(revision)
-        writer.raw("}")
-        appendEvent("cancelled", writer.bytes, to: observerID)
-    }
-
-    // MARK: Retain and release
-
-    /// Observers with `retainObserved` that observe `objectID` (they keep it alive).
-    func retainers(of objectID: String) -> [String] {
-        let ids = (registrationsByObject[objectID] ?? []).compactMap { registrations[$0]?.observerID }
-        return Set(ids).filter { observers[$0]?.retainObserved == true }.sorted()
-    }
-
-    /// Deletes the objects among `objectIDs` whose deletion waited for their last retainer.
-    mutating func releaseObjects(_ objectIDs: [String], revision: Int) {
-        for id in Set(objectIDs) where pendingRelease.contains(id) && retainers(of: id).isEmpty {
-            removeObject(id, revision: revision)
-        }
     }
 }
 

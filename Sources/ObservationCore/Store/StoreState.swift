@@ -1,59 +1,48 @@
-/// Everything the store holds. Not thread-safe by itself: `Store` keeps it
-/// behind its one lock (`Locked`), and every method here runs under that lock.
+/// Everything the store holds, as parts that own their fields, and `apply(command)`: the one
+/// way it changes.
 ///
-/// Methods either succeed completely or throw before changing anything.
+/// | part | owns |
+/// |---|---|
+/// | `graph` (`ObjectGraph`) | classes, objects, values, id indexes; key-value coding |
+/// | `registrations` (`RegistrationIndex`) | registrations and their indexes (dedup, by object, dependencies) |
+/// | `observers` (`ObserverTable`) | observers, token hashes, leases, stream counts, event ids |
+/// | `center` (`NotificationCenter`) | subscriptions, their tables, the posting queue |
+/// | here | the revision, the clock, the admin stream's ids, the journal, the effects of the command being applied |
+///
+/// The operations (`StoreState+…`) are short transactions over these parts: they validate
+/// completely before they change anything, so a refused command leaves no trace and takes
+/// no revision. The propagator (`StoreState+Propagation`) turns a write into change records.
+///
+/// Deterministic: applying reads no clock (the command's time is the time), no random source
+/// (ids come in the command), and no hash order reaches its answer or its effects.
+/// Not thread-safe by itself: `Store` keeps it behind its one lock.
 struct StoreState: Sendable {
-    struct ClassRecord: Sendable {
-        var schema: ClassSchema
-        var revision: Int
-    }
+    var graph = ObjectGraph()
+    var registrations = RegistrationIndex()
+    var observers = ObserverTable()
+    var center: NotificationCenter
+    var limits: StoreLimits
 
     /// The global revision: the last one a successful change took.
     var revision = 0
-    var classes: [String: ClassRecord] = [:]
-    var objects: [String: StoredObject] = [:]
-    /// All object ids, sorted (paging).
-    var objectIDs = SortedIDs()
-    /// Object ids per class name, sorted (paging by class, class deletion and replacement).
-    var objectIDsByClass: [String: SortedIDs] = [:]
-    var limits: StoreLimits
-
-    // MARK: Observation
-    var observers: [String: ObserverRecord] = [:]
-    /// Observer ids by token (section 9: an observer's token grants its own resources).
-    var observersByToken: [String: String] = [:]
-    var registrations: [String: Registration] = [:]
-    /// Registration ids by object, then by the top-level key they read ("" for the
-    /// object's existence): a write finds what it affects here, never by a scan.
-    var dependents: [String: [String: Set<String>]] = [:]
-    /// Registration ids by the object they observe (deletion, retain/release).
-    var registrationsByObject: [String: Set<String>] = [:]
-    var registrationSequence = 0
-    /// Objects deleted while an observer retains them (`retainObserved`).
-    var pendingRelease: Set<String> = []
-    /// When each observer without a stream expires (one entry per such observer).
-    var leaseDeadlines = DeadlineHeap<ContinuousClock.Instant>()
-    // MARK: Notification center
-    var subscriptions: [String: Subscription] = [:]
-    var subscriptionIndex = SubscriptionIndex()
-    var notificationQueue: NotificationQueue
-    /// Open event streams, the admin stream included.
-    var streams = 0
+    /// The time of the latest command applied: time inside apply never goes backwards.
+    var clock = Timestamp(milliseconds: 0)
     let adminLog: EventLog
-    /// Logs that got events during the current operation, woken after the lock is released.
-    var touchedLogs: [ObjectIdentifier: EventLog] = [:]
-    /// What changed since the last commit (persistence).
+    /// The id of the admin stream's last event.
+    var adminLastEventID = 0
+    /// What changed since the last checkpoint (persistence).
     var journal: Journal
-    /// Why writes are refused now (the data directory cannot take them), and when to retry.
+    /// Why clients' writes are refused now (the data directory cannot take them), and when to retry.
     var outage: Outage?
+    /// The effects of the command being applied (taken by `apply`).
+    var effects = Effects()
 
     init(limits: StoreLimits, persistent: Bool = false) {
         self.limits = limits
         self.journal = Journal(enabled: persistent)
-        self.notificationQueue = NotificationQueue(
-            maxEntries: limits.maxQueuedNotifications, maxBytes: limits.maxQueuedNotificationBytes)
+        self.center = NotificationCenter(queue: NotificationQueue())
         self.adminLog = EventLog(
-            capacity: limits.adminReplay, maxBytes: limits.maxAdminReplayBytes, gated: persistent)
+            label: "admin", capacity: limits.adminReplay, maxBytes: limits.maxAdminReplayBytes, gated: persistent)
     }
 
     /// Takes the next revision.
@@ -62,24 +51,17 @@ struct StoreState: Sendable {
         return revision
     }
 
-    var checker: KeyPathChecker {
-        KeyPathChecker { [classes] name in classes[name]?.schema }
+    /// A snapshot of an object, with the observers that retain it.
+    func snapshot(_ object: StoredObject) -> ObjectSnapshot {
+        graph.snapshot(object, retainedBy: retainers(of: object.id))
     }
 
-    func schema(of object: StoredObject) -> ClassSchema? {
-        object.className.flatMap { classes[$0]?.schema }
-    }
-
-    func existingObject(_ id: String) throws(CoreError) -> StoredObject {
-        guard let object = objects[id] else { throw CoreError.notFound("object", id) }
-        return object
-    }
-
-    func checkRevision(_ object: StoredObject, _ expected: Int?) throws(CoreError) {
-        if let expected, expected != object.revision {
-            throw CoreError(
-                .revisionMismatch, "object '\(object.id)' is at revision \(object.revision), not \(expected)",
-                details: ["revision": .int(object.revision), "expected": .int(expected)])
-        }
+    /// An id for something new: `candidate` (from the command), or, in the unlikely case it is
+    /// taken, the first of `candidate-1`, `candidate-2`, … that is free (the same on every replica).
+    static func freshID(_ candidate: String, taken: (String) -> Bool) -> String {
+        guard taken(candidate) else { return candidate }
+        var suffix = 1
+        while taken("\(candidate)-\(suffix)") { suffix += 1 }
+        return "\(candidate)-\(suffix)"
     }
 }

@@ -1,14 +1,14 @@
 // MARK: - Key-value coding: writes
 
-extension StoreState {
-    /// Where a write lands: the key `key` of the plain JSON object at `inner`
-    /// inside object `objectID` (an empty `inner` means a top-level key).
-    struct WriteTarget {
-        let objectID: String
-        let inner: [String]
-        let key: String
-    }
+/// Where a write lands: the key `key` of the plain JSON object at `inner`
+/// inside object `objectID` (an empty `inner` means a top-level key).
+struct WriteTarget {
+    let objectID: String
+    let inner: [String]
+    let key: String
+}
 
+extension ObjectGraph {
     /// Finds where `setValue:forKeyPath:` writes: every link but the last must
     /// be a plain JSON object or a reference; nothing is created on the way.
     func writeTarget(_ path: KeyPath, from id: String) throws(CoreError) -> WriteTarget {
@@ -114,97 +114,12 @@ extension StoreState {
     mutating func store(_ value: JSON, at target: WriteTarget, revision: Int) {
         objects[target.objectID]?.values.assign(value, at: target.inner[...], key: target.key)
         objects[target.objectID]?.revision = revision
-        journal.mark(.object, target.objectID)
-    }
-
-    // MARK: - Operations
-
-    mutating func setValue(_ value: JSON, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError) -> Int {
-        try checkRevision(try existingObject(id), ifRevision)
-        let target = try writeTarget(path, from: id)
-        try checkAssignable(value, to: target)
-        let revision = nextRevision()
-        store(value, at: target, revision: revision)
-        propagate([write(at: target)], revision: revision)
-        appendValueChanged(target, value, revision: revision)
-        return revision
-    }
-
-    /// The admin stream's `valueChanged`, written straight to bytes: it goes out on every write.
-    mutating func appendValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:]) {
-        var writer = JSONWriter(capacity: 96)
-        writer.raw("{\"object\":")
-        writer.write(target.objectID)
-        writer.raw(",\"keyPath\":")
-        writer.write(target.inner.isEmpty ? target.key : (target.inner + [target.key]).joined(separator: "."))
-        writer.raw(",\"value\":")
-        writer.write(value)
-        for (key, member) in extra {
-            writer.raw(",")
-            writer.key(key)
-            writer.write(member)
-        }
-        writer.raw(",\"revision\":")
-        writer.write(revision)
-        writer.raw("}")
-        adminLog.append("valueChanged", writer.bytes)
-        touchedLogs[ObjectIdentifier(adminLog)] = adminLog
-    }
-
-    /// Sets several top-level keys at once, under one revision (all or none).
-    mutating func patch(_ values: JSONObject, of id: String, ifRevision: Int?) throws(CoreError) -> Int {
-        let object = try existingObject(id)
-        try checkRevision(object, ifRevision)
-        guard !values.isEmpty else { return object.revision }
-        var targets: [(WriteTarget, JSON)] = []
-        for (key, value) in values {
-            guard Names.isValidKey(key) else {
-                throw CoreError(
-                    .invalidKeyPath, "'\(key)' is not a key (PATCH sets keys, not key paths)",
-                    details: ["key": .string(key)])
-            }
-            let target = WriteTarget(objectID: id, inner: [], key: key)
-            try checkAssignable(value, to: target)
-            targets.append((target, value))
-        }
-        let revision = nextRevision()
-        for (target, value) in targets { store(value, at: target, revision: revision) }
-        propagate(targets.map { write(at: $0.0) }, revision: revision)
-        for (target, value) in targets { appendValueChanged(target, value, revision: revision) }
-        return revision
-    }
-
-    /// Applies a to-many mutation to the array at `path`.
-    mutating func mutate(_ mutation: ArrayMutation, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError)
-        -> Int
-    {
-        try checkRevision(try existingObject(id), ifRevision)
-        let target = try writeTarget(path, from: id)
-        let current = storedValue(at: target)
-        guard case .array(let array) = current else {
-            throw CoreError(
-                .notACollection, "'\(path)' is \(current.isNull ? "null" : "a \(current.typeName)"), not an array")
-        }
-        let result = try mutation.applied(to: array)
-        try checkAssignable(.array(result), to: target)
-        let revision = nextRevision()
-        store(.array(result), at: target, revision: revision)
-        let change = write(at: target)
-        propagate(
-            [change], revision: revision,
-            toMany: ToManyChange(location: change.location, mutation: mutation, before: array, after: result))
-        appendValueChanged(
-            target, .array(result), revision: revision,
-            extra: [
-                "kind": .string(mutation.kind.rawValue), "indexes": .array(mutation.indexes.map(JSON.int)),
-            ])
-        return revision
     }
 }
 
 extension JSONObject {
     /// Sets `key` in the plain object reached through `path` (whose links exist and are objects).
-    fileprivate mutating func assign(_ value: JSON, at path: ArraySlice<String>, key: String) {
+    mutating func assign(_ value: JSON, at path: ArraySlice<String>, key: String) {
         guard let first = path.first else {
             self[key] = value
             return

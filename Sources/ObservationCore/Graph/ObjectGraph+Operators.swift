@@ -1,6 +1,6 @@
 // MARK: - Collection operators
 
-extension StoreState {
+extension ObjectGraph {
     /// Applies `@op` to `collection`, mapping `rest` over its elements first.
     func aggregate(
         _ op: CollectionOperator, over collection: JSON, then rest: ArraySlice<KeyPath.Component>, depth: Int,

@@ -1,6 +1,6 @@
 // MARK: - Key-value coding: reads
 
-extension StoreState {
+extension ObjectGraph {
     /// Where a walk stands: on a stored object (values and computed keys), or on a plain
     /// JSON value, with the place it is stored at when it is one (for dependency tracing).
     enum Node {
@@ -130,7 +130,8 @@ extension StoreState {
     }
 
     /// Snapshot of an object: stored values in order, every class property, then computed ones.
-    func snapshot(_ object: StoredObject) -> ObjectSnapshot {
+    /// `retainedBy`: the observers that keep it alive (the graph does not know them).
+    func snapshot(_ object: StoredObject, retainedBy: [String]) -> ObjectSnapshot {
         var values = JSONObject()
         if let schema = schema(of: object) {
             for name in schema.propertyNames {
@@ -145,7 +146,7 @@ extension StoreState {
         }
         return ObjectSnapshot(
             id: object.id, className: object.className, revision: object.revision,
-            createdAt: object.createdAt, values: values, retainedBy: retainers(of: object.id))
+            createdAt: object.createdAt, values: values, retainedBy: retainedBy)
     }
 
     /// A stored value as reads show it: a dangling reference at the top reads as `null`.

@@ -1,0 +1,253 @@
+// MARK: - The command encoding (version 1): the project's own compact JSON
+
+/// Why bytes are not a command this server can apply.
+public struct CommandDecodingError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+extension Command {
+    /// The encoding's version: a reader refuses any other.
+    public static let encodingVersion = 1
+
+    /// `{"v":1,"t":<ms>,"a":"<kind>", …the action's fields…}`; absent optionals are left out.
+    public func encoded() -> [UInt8] {
+        var writer = JSONWriter(capacity: 96)
+        writer.raw("{\"v\":1,\"t\":")
+        writer.write(Int(time.milliseconds))
+        writer.raw(",\"a\":")
+        writer.write(action.kind)
+        for (name, value) in action.fields {
+            guard let value else { continue }
+            writer.raw(",")
+            writer.key(name)
+            writer.write(value)
+        }
+        writer.raw("}")
+        return writer.bytes
+    }
+
+    /// Decodes `encoded()`'s output; throws for anything else.
+    public init(decoding bytes: [UInt8]) throws(CommandDecodingError) {
+        let document: JSON
+        do {
+            document = try JSONParser.parse(bytes)
+        } catch {
+            throw CommandDecodingError(description: "not JSON: \(error.message)")
+        }
+        guard case .object(let members) = document else {
+            throw CommandDecodingError(description: "a command is a JSON object")
+        }
+        let fields = Fields(members)
+        guard try fields.int("v") == Self.encodingVersion else {
+            throw CommandDecodingError(description: "command encoding version \(members["v"] ?? .null) is not 1")
+        }
+        self.init(
+            time: Timestamp(milliseconds: Int64(try fields.int("t"))),
+            try Action(kind: try fields.string("a"), fields))
+    }
+}
+
+extension Command.Action {
+    /// The action's fields in encoding order (nil: absent).
+    fileprivate var fields: [(String, JSON?)] {
+        switch self {
+        case .defineClass(let name, let definition): [("name", .string(name)), ("definition", definition)]
+        case .deleteClass(let name): [("name", .string(name))]
+        case .createObject(let id, let className, let values, let generatedID):
+            [
+                ("id", id.map(JSON.string)), ("class", className.map(JSON.string)), ("values", .object(values)),
+                ("generatedId", .string(generatedID)),
+            ]
+        case .patch(let object, let values, let ifRevision):
+            [("object", .string(object)), ("values", .object(values)), ("ifRevision", ifRevision.map(JSON.int))]
+        case .deleteObject(let object): [("object", .string(object))]
+        case .setValue(let object, let keyPath, let value, let ifRevision):
+            [
+                ("object", .string(object)), ("keyPath", .string(keyPath)), ("value", value),
+                ("ifRevision", ifRevision.map(JSON.int)),
+            ]
+        case .mutate(let object, let keyPath, let kind, let indexes, let values, let ifRevision):
+            [
+                ("object", .string(object)), ("keyPath", .string(keyPath)), ("kind", .string(kind)),
+                ("indexes", .array(indexes.map(JSON.int))), ("values", .array(values)),
+                ("ifRevision", ifRevision.map(JSON.int)),
+            ]
+        case .notify(let object, let keyPaths):
+            [("object", .string(object)), ("keyPaths", .array(keyPaths.map(JSON.string)))]
+        case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay):
+            [
+                ("id", .string(id)), ("tokenHash", .string(tokenHash)), ("name", name.map(JSON.string)),
+                ("lease", .int(lease)), ("retainObserved", .bool(retainObserved)), ("replay", .int(replay)),
+            ]
+        case .deleteObserver(let observer), .keepalive(let observer): [("observer", .string(observer))]
+        case .observe(let observer, let object, let keyPaths, let options, let context, let registrationIDs):
+            [
+                ("observer", .string(observer)), ("object", .string(object)),
+                ("keyPaths", .array(keyPaths.map(JSON.string))), ("options", .array(options.map(JSON.string))),
+                ("context", context), ("registrationIds", .array(registrationIDs.map(JSON.string))),
+            ]
+        case .unobserve(let observer, let registration, let object, let keyPath):
+            [
+                ("observer", .string(observer)), ("registration", registration.map(JSON.string)),
+                ("object", object.map(JSON.string)), ("keyPath", keyPath.map(JSON.string)),
+            ]
+        case .subscribe(let observer, let name, let object, let subscriptionID):
+            [
+                ("observer", .string(observer)), ("name", name.map(JSON.string)), ("object", object.map(JSON.string)),
+                ("subscriptionId", .string(subscriptionID)),
+            ]
+        case .unsubscribe(let observer, let subscription, let name, let object):
+            [
+                ("observer", .string(observer)), ("subscription", subscription.map(JSON.string)),
+                ("name", name.map(JSON.string)), ("object", object.map(JSON.string)),
+            ]
+        case .post(let name, let object, let userInfo, let posting, let coalesce):
+            [
+                ("name", .string(name)), ("object", object.map(JSON.string)), ("userInfo", userInfo),
+                ("posting", .string(posting)), ("coalesce", .array(coalesce.map(JSON.string))),
+            ]
+        case .expireLeases, .restart: []
+        case .deliverQueued(let posting): [("posting", .string(posting))]
+        case .openStream(let observer), .closeStream(let observer): [("observer", observer.map(JSON.string))]
+        }
+    }
+
+    fileprivate init(kind: String, _ fields: Fields) throws(CommandDecodingError) {
+        switch kind {
+        case "defineClass":
+            self = .defineClass(name: try fields.string("name"), definition: try fields.json("definition"))
+        case "deleteClass": self = .deleteClass(name: try fields.string("name"))
+        case "createObject":
+            self = .createObject(
+                id: try fields.optionalString("id"), className: try fields.optionalString("class"),
+                values: try fields.object("values"), generatedID: try fields.string("generatedId"))
+        case "patch":
+            self = .patch(
+                object: try fields.string("object"), values: try fields.object("values"),
+                ifRevision: try fields.optionalInt("ifRevision"))
+        case "deleteObject": self = .deleteObject(object: try fields.string("object"))
+        case "setValue":
+            self = .setValue(
+                object: try fields.string("object"), keyPath: try fields.string("keyPath"),
+                value: try fields.json("value"), ifRevision: try fields.optionalInt("ifRevision"))
+        case "mutate":
+            self = .mutate(
+                object: try fields.string("object"), keyPath: try fields.string("keyPath"),
+                kind: try fields.string("kind"), indexes: try fields.ints("indexes"),
+                values: try fields.array("values"),
+                ifRevision: try fields.optionalInt("ifRevision"))
+        case "notify": self = .notify(object: try fields.string("object"), keyPaths: try fields.strings("keyPaths"))
+        case "createObserver":
+            self = .createObserver(
+                id: try fields.string("id"), tokenHash: try fields.string("tokenHash"),
+                name: try fields.optionalString("name"), lease: try fields.int("lease"),
+                retainObserved: try fields.bool("retainObserved"), replay: try fields.int("replay"))
+        case "deleteObserver": self = .deleteObserver(observer: try fields.string("observer"))
+        case "keepalive": self = .keepalive(observer: try fields.string("observer"))
+        case "observe":
+            self = .observe(
+                observer: try fields.string("observer"), object: try fields.string("object"),
+                keyPaths: try fields.strings("keyPaths"), options: try fields.strings("options"),
+                context: fields.optionalJSON("context"), registrationIDs: try fields.strings("registrationIds"))
+        case "unobserve":
+            self = .unobserve(
+                observer: try fields.string("observer"), registration: try fields.optionalString("registration"),
+                object: try fields.optionalString("object"), keyPath: try fields.optionalString("keyPath"))
+        case "subscribe":
+            self = .subscribe(
+                observer: try fields.string("observer"), name: try fields.optionalString("name"),
+                object: try fields.optionalString("object"), subscriptionID: try fields.string("subscriptionId"))
+        case "unsubscribe":
+            self = .unsubscribe(
+                observer: try fields.string("observer"), subscription: try fields.optionalString("subscription"),
+                name: try fields.optionalString("name"), object: try fields.optionalString("object"))
+        case "post":
+            self = .post(
+                name: try fields.string("name"), object: try fields.optionalString("object"),
+                userInfo: fields.optionalJSON("userInfo"), posting: try fields.string("posting"),
+                coalesce: try fields.strings("coalesce"))
+        case "expireLeases": self = .expireLeases
+        case "deliverQueued": self = .deliverQueued(posting: try fields.string("posting"))
+        case "openStream": self = .openStream(observer: try fields.optionalString("observer"))
+        case "closeStream": self = .closeStream(observer: try fields.optionalString("observer"))
+        case "restart": self = .restart
+        default: throw CommandDecodingError(description: "unknown command '\(kind)'")
+        }
+    }
+}
+
+/// Typed access to a decoded command's members; a missing or mistyped one is an error.
+private struct Fields {
+    let members: JSONObject
+
+    init(_ members: JSONObject) { self.members = members }
+
+    private func missing(_ name: String, _ type: String) -> CommandDecodingError {
+        CommandDecodingError(description: "'\(name)' must be \(type), not \(members[name]?.typeName ?? "absent")")
+    }
+
+    func json(_ name: String) throws(CommandDecodingError) -> JSON {
+        guard let value = members[name] else { throw missing(name, "present") }
+        return value
+    }
+
+    func optionalJSON(_ name: String) -> JSON? { members[name] }
+
+    func string(_ name: String) throws(CommandDecodingError) -> String {
+        guard case .string(let value)? = members[name] else { throw missing(name, "a string") }
+        return value
+    }
+
+    func optionalString(_ name: String) throws(CommandDecodingError) -> String? {
+        guard members[name] != nil else { return nil }
+        return try string(name)
+    }
+
+    func int(_ name: String) throws(CommandDecodingError) -> Int {
+        guard case .int(let value)? = members[name] else { throw missing(name, "an integer") }
+        return value
+    }
+
+    func optionalInt(_ name: String) throws(CommandDecodingError) -> Int? {
+        guard members[name] != nil else { return nil }
+        return try int(name)
+    }
+
+    func bool(_ name: String) throws(CommandDecodingError) -> Bool {
+        guard case .bool(let value)? = members[name] else { throw missing(name, "a boolean") }
+        return value
+    }
+
+    func object(_ name: String) throws(CommandDecodingError) -> JSONObject {
+        guard case .object(let value)? = members[name] else { throw missing(name, "an object") }
+        return value
+    }
+
+    func optionalObject(_ name: String) throws(CommandDecodingError) -> JSONObject? {
+        guard members[name] != nil else { return nil }
+        return try object(name)
+    }
+
+    func array(_ name: String) throws(CommandDecodingError) -> [JSON] {
+        guard case .array(let value)? = members[name] else { throw missing(name, "an array") }
+        return value
+    }
+
+    func strings(_ name: String) throws(CommandDecodingError) -> [String] {
+        var strings: [String] = []
+        for element in try array(name) {
+            guard case .string(let text) = element else { throw missing(name, "an array of strings") }
+            strings.append(text)
+        }
+        return strings
+    }
+
+    func ints(_ name: String) throws(CommandDecodingError) -> [Int] {
+        var ints: [Int] = []
+        for element in try array(name) {
+            guard case .int(let value) = element else { throw missing(name, "an array of integers") }
+            ints.append(value)
+        }
+        return ints
+    }
+}

@@ -1,0 +1,110 @@
+/// One change to the service's state, with every input that is not a function of the state.
+///
+/// Every mutating request and every background change (a lease running out, queued postings
+/// going out, a stream opening or closing) is a command. Applying one (`StoreState.apply`) is
+/// a pure function of the state and the command: it reads no clock (`time` is when the command
+/// was issued), no random source (generated ids travel in the command) and never lets hash
+/// order reach what it produces. So every replica that applies the same commands in the same
+/// order computes the same revisions, the same event ids and the same event bytes.
+///
+/// A command is a decoded request: its fields have their JSON types, but nothing else is
+/// checked yet (names, key paths, existence, limits): applying it does that, the same way on
+/// every replica, and answers the contract's error when it fails.
+public struct Command: Sendable, Equatable {
+    /// When the command was issued (wall clock). Applying never lets time go backwards: a
+    /// command issued earlier than the state's clock is applied at the state's clock.
+    public let time: Timestamp
+    public let action: Action
+
+    public init(time: Timestamp, _ action: Action) {
+        self.time = time
+        self.action = action
+    }
+
+    public enum Action: Sendable, Equatable {
+        // Classes
+        case defineClass(name: String, definition: JSON)
+        case deleteClass(name: String)
+        // Objects and values
+        /// `generatedID` is used when `id` is nil.
+        case createObject(id: String?, className: String?, values: JSONObject, generatedID: String)
+        case patch(object: String, values: JSONObject, ifRevision: Int?)
+        case deleteObject(object: String)
+        case setValue(object: String, keyPath: String, value: JSON, ifRevision: Int?)
+        case mutate(
+            object: String, keyPath: String, kind: String, indexes: [Int], values: [JSON], ifRevision: Int?)
+        case notify(object: String, keyPaths: [String])
+        // Observers and registrations
+        /// `tokenHash`: the SHA-256 of the token the client is given (the state never holds tokens).
+        case createObserver(
+            id: String, tokenHash: String, name: String?, lease: Int, retainObserved: Bool, replay: Int)
+        case deleteObserver(observer: String)
+        case keepalive(observer: String)
+        /// `registrationIDs`: one fresh id per key path, in order, for those that are not registered yet.
+        case observe(
+            observer: String, object: String, keyPaths: [String], options: [String], context: JSON?,
+            registrationIDs: [String])
+        case unobserve(observer: String, registration: String?, object: String?, keyPath: String?)
+        // Notification center
+        case subscribe(observer: String, name: String?, object: String?, subscriptionID: String)
+        case unsubscribe(observer: String, subscription: String?, name: String?, object: String?)
+        /// `userInfo`: the HTTP layer takes an object only (section 8); the core delivers any JSON.
+        case post(name: String, object: String?, userInfo: JSON?, posting: String, coalesce: [String])
+        // Background
+        /// Removes the observers whose lease ran out by the command's time.
+        case expireLeases
+        /// Delivers the queued postings of a style (`asap`, `idle`), each under its own revision.
+        case deliverQueued(posting: String)
+        /// A stream of an observer (nil: the admin stream) opened or closed; holds or releases its lease.
+        case openStream(observer: String?)
+        case closeStream(observer: String?)
+        /// The server started on this state: leases count anew from now, no stream is open.
+        case restart
+    }
+}
+
+extension Command {
+    /// A fresh random id for a command to carry (`obj_`, `obs_`, `reg_`, `sub_` and 16 hex digits).
+    public static func newID(_ prefix: String) -> String { RandomID.make(prefix) }
+
+    /// A fresh observer token: 24 random bytes in hex (the command carries its `TokenHash`).
+    public static func newToken() -> String { RandomID.make("", bytes: 24) }
+}
+
+extension Command.Action {
+    /// The action's name in the encoding and in figures (`setValue`, `expireLeases`, …).
+    public var kind: String {
+        switch self {
+        case .defineClass: "defineClass"
+        case .deleteClass: "deleteClass"
+        case .createObject: "createObject"
+        case .patch: "patch"
+        case .deleteObject: "deleteObject"
+        case .setValue: "setValue"
+        case .mutate: "mutate"
+        case .notify: "notify"
+        case .createObserver: "createObserver"
+        case .deleteObserver: "deleteObserver"
+        case .keepalive: "keepalive"
+        case .observe: "observe"
+        case .unobserve: "unobserve"
+        case .subscribe: "subscribe"
+        case .unsubscribe: "unsubscribe"
+        case .post: "post"
+        case .expireLeases: "expireLeases"
+        case .deliverQueued: "deliverQueued"
+        case .openStream: "openStream"
+        case .closeStream: "closeStream"
+        case .restart: "restart"
+        }
+    }
+
+    /// Whether a client's request made it (and so it needs the disk: refused while the data
+    /// directory cannot take writes). Background changes and stream bookkeeping go on.
+    public var isClientWrite: Bool {
+        switch self {
+        case .keepalive, .expireLeases, .deliverQueued, .openStream, .closeStream, .restart: false
+        default: true
+        }
+    }
+}

@@ -1,0 +1,19 @@
+/// What applying a command asks of the world outside the state: events for the logs (each
+/// with the id the state gave it), logs to close, and whether the timer must look at its
+/// deadlines again. Collected while a command applies; performed by the `Outbox` after the
+/// store's lock is released, in the order the commands were applied.
+public struct Effects: Sendable {
+    /// Events in the order they were made, with their logs (observers' and the admin stream's).
+    var events: [(log: EventLog, event: Event)] = []
+    /// Logs whose observer went away: closed after their last events.
+    var closedLogs: [EventLog] = []
+    /// A lease deadline moved, or a posting was queued: the timer must look again.
+    public internal(set) var timerMustLook = false
+
+    public init() {}
+
+    var isEmpty: Bool { events.isEmpty && closedLogs.isEmpty && !timerMustLook }
+
+    /// The events made, with the label of the log each goes to (an observer's id, or `admin`).
+    public var madeEvents: [(log: String, event: Event)] { events.map { ($0.log.label, $0.event) } }
+}

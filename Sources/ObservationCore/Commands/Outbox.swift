@@ -1,0 +1,53 @@
+/// Performs commands' effects after the store's lock is released, in the order the commands
+/// were applied: events go into their logs (ids in order, as the state gave them), the logs
+/// are closed or woken, and the timer is told.
+///
+/// Effects are queued under the store's lock (so the queue is in apply order), then whoever
+/// comes next drains the whole queue under the outbox's own lock: a thread may perform
+/// another's effects, never out of order, and a command's caller returns only after its
+/// effects are in (a `now` posting is in every stream's buffer before its answer).
+///
+/// Thread-safety: `enqueue` under the store's lock; `perform` from any thread after it.
+final class Outbox: Sendable {
+    private let queue = Locked<[Effects]>([])
+    private let performing = Locked(())
+    /// Told when a command moved a deadline or queued a posting (the server's timer).
+    let timer = Locked<TimerHook?>(nil)
+
+    func enqueue(_ effects: Effects) {
+        guard !effects.isEmpty else { return }
+        queue.withLock { $0.append(effects) }
+    }
+
+    /// Performs everything queued so far, in order.
+    func perform() {
+        let (wake, tellTimer) = performing.withLock { _ -> ([EventLog], Bool) in
+            let batch = queue.withLock { queue -> [Effects] in
+                defer { queue.removeAll(keepingCapacity: true) }
+                return queue
+            }
+            var touched: [ObjectIdentifier: EventLog] = [:]
+            var order: [EventLog] = []
+            var tellTimer = false
+            for effects in batch {
+                for (log, event) in effects.events where log.append(event) {
+                    if touched.updateValue(log, forKey: ObjectIdentifier(log)) == nil { order.append(log) }
+                }
+                for log in effects.closedLogs {
+                    log.close()
+                    if touched.updateValue(log, forKey: ObjectIdentifier(log)) == nil { order.append(log) }
+                }
+                tellTimer = tellTimer || effects.timerMustLook
+            }
+            return (order, tellTimer)
+        }
+        for log in wake { log.wake() }
+        if tellTimer { timer.withLock { $0 }?.call() }
+    }
+}
+
+/// A closure in a struct, so that `Locked` holds it in its concrete representation (see
+/// `Store.journalHandler`).
+struct TimerHook: Sendable {
+    let call: @Sendable () -> Void
+}

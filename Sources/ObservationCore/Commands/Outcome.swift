@@ -1,0 +1,25 @@
+/// What applying a command answers: the data of the client's 2xx answer (a failure is the
+/// `CoreError` the apply threw). The HTTP layer renders it; the determinism test digests it.
+public enum Outcome: Sendable {
+    /// Most writes: the revision they took.
+    case revision(Int)
+    /// Something deleted or removed (a class, an observer, registrations, subscriptions): the
+    /// revision taken, nil when nothing was there to remove (unobserveAll of none).
+    case removed(revision: Int?)
+    case classDefined(ClassSnapshot, created: Bool)
+    case objectCreated(ObjectSnapshot)
+    case objectDeleted(DeleteOutcome)
+    case observerCreated(ObserverSnapshot)
+    /// A keepalive: when the lease now runs out (nil while a stream holds it).
+    case leaseRenewed(expiresAt: Timestamp?)
+    case observed(ObserveResult)
+    case subscribed(SubscriptionSnapshot, deduplicated: Bool, revision: Int?)
+    case posted(PostOutcome)
+    /// Background changes: the observers that expired, the postings delivered.
+    case expired([String])
+    case delivered(Int)
+    /// A stream opened: the log it reads.
+    case streamOpened(EventLog)
+    /// Bookkeeping that answers nothing (a stream closed, a restart).
+    case done
+}

@@ -1,0 +1,141 @@
+/// The observers: their records, their token hashes, their leases and their stream counts.
+///
+/// A lease counts only while no stream of its observer is open: the deadline heap holds one
+/// entry per observer without a stream, moved in place by keepalives. Times are the
+/// commands' wall-clock times. Owns its fields; every list it hands out is sorted.
+struct ObserverTable: Sendable {
+    private var observers: [String: ObserverRecord] = [:]
+    private var byTokenHash: [String: String] = [:]
+    /// When each observer without a stream expires (milliseconds since 1970).
+    private(set) var leases = DeadlineHeap<Int64>()
+    /// Open event streams, the admin stream included.
+    private(set) var streams = 0
+
+    var count: Int { observers.count }
+
+    subscript(id: String) -> ObserverRecord? { observers[id] }
+
+    func existing(_ id: String) throws(CoreError) -> ObserverRecord {
+        guard let observer = observers[id] else { throw CoreError.notFound("observer", id) }
+        return observer
+    }
+
+    func observerID(forTokenHash hash: String) -> String? { byTokenHash[hash] }
+
+    /// Every observer, in creation order (then id).
+    var all: [ObserverRecord] {
+        observers.values.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+    }
+
+    /// Every observer id, sorted (for passes whose order must not depend on hashing).
+    var ids: [String] { observers.keys.sorted() }
+
+    /// Adds an observer without a stream; its lease runs from `time`.
+    mutating func insert(_ record: ObserverRecord, at time: Timestamp) {
+        var record = record
+        record.expiresAt = Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
+        observers[record.id] = record
+        byTokenHash[record.tokenHash] = record.id
+        if let deadline = record.expiresAt { leases.schedule(record.id, at: deadline.milliseconds) }
+    }
+
+    /// Takes an observer out (its streams, if any, stay counted until they close).
+    @discardableResult
+    mutating func remove(_ id: String) -> ObserverRecord? {
+        guard let record = observers.removeValue(forKey: id) else { return nil }
+        byTokenHash[record.tokenHash] = nil
+        leases.cancel(id)
+        return record
+    }
+
+    /// Restarts the lease count from `time`; returns when it now runs out (nil while a stream holds it).
+    mutating func keepalive(_ id: String, at time: Timestamp) throws(CoreError) -> Timestamp? {
+        guard observers[id] != nil else { throw CoreError.notFound("observer", id) }
+        return observers.inPlace(id) { record in
+            guard record.streams == 0 else { return nil }
+            let deadline = Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
+            record.expiresAt = deadline
+            leases.schedule(id, at: deadline.milliseconds)
+            return deadline
+        } ?? nil
+    }
+
+    /// The observers whose lease ran out by `time`, earliest first, taken off the heap.
+    mutating func dueLeases(at time: Timestamp) -> [String] {
+        var due: [String] = []
+        while let next = leases.first, next.deadline <= time.milliseconds {
+            _ = leases.popFirst()
+            due.append(next.id)
+        }
+        return due
+    }
+
+    /// The earliest lease deadline.
+    var nextLeaseDeadline: Timestamp? { leases.first.map { Timestamp(milliseconds: $0.deadline) } }
+
+    /// Counts a new stream of `id` (nil: the admin stream); it holds the observer's lease.
+    mutating func openStream(of id: String?, limit: Int) throws(CoreError) -> EventLog? {
+        guard streams < limit else {
+            throw CoreError(
+                .limitExceeded, "the server holds its limit of \(limit) event streams", details: ["limit": .int(limit)])
+        }
+        guard let id else {
+            streams += 1
+            return nil
+        }
+        guard observers[id] != nil else { throw CoreError.notFound("observer", id) }
+        streams += 1
+        leases.cancel(id)
+        return observers.inPlace(id) { record in
+            record.streams += 1
+            record.expiresAt = nil
+            return record.log
+        }
+    }
+
+    /// Counts a stream as closed; the last one of an observer restarts its lease at `time`.
+    mutating func closeStream(of id: String?, at time: Timestamp) {
+        streams = max(0, streams - 1)
+        guard let id else { return }
+        let deadline: Int64? =
+            observers.inPlace(id) { record in
+                record.streams = max(0, record.streams - 1)
+                guard record.streams == 0 else { return nil }
+                let deadline = time.milliseconds + Int64(record.lease) * 1000
+                record.expiresAt = Timestamp(milliseconds: deadline)
+                return deadline
+            } ?? nil
+        if let deadline { leases.schedule(id, at: deadline) }
+    }
+
+    /// After a start: no stream is open, and every lease counts from `time`.
+    mutating func restart(at time: Timestamp) {
+        streams = 0
+        for id in ids {
+            let deadline: Int64? = observers.inPlace(id) { record in
+                record.streams = 0
+                let deadline = time.milliseconds + Int64(record.lease) * 1000
+                record.expiresAt = Timestamp(milliseconds: deadline)
+                return deadline
+            }
+            if let deadline { leases.schedule(id, at: deadline) }
+        }
+    }
+
+    /// Continues an observer's event ids after `lastID` (restoring; never goes back).
+    mutating func continueEvents(of id: String, after lastID: Int) {
+        observers.inPlace(id) { record in
+            guard lastID > record.lastEventID else { return }
+            record.lastEventID = lastID
+            record.log.continueAfter(lastID)
+        }
+    }
+
+    /// The id the next event of observer `id` takes, and the log it goes to.
+    mutating func takeEventID(_ id: String) -> (log: EventLog, id: Int)? {
+        observers.inPlace(id) { record in
+            record.lastEventID += 1
+            return (record.log, record.lastEventID)
+        }
+    }
+}

@@ -1,0 +1,146 @@
+/// Every KVO registration, and the indexes that find them: by id, by observer and
+/// (object, key path) (FBKVOController's dedup table), by observed object (deletion,
+/// retain/release), and by the (object, top-level key) places each one currently reads
+/// (a write finds what it affects here, never by a scan).
+///
+/// Owns its fields; knows nothing of values (binding a registration is the propagator's).
+/// Every list it hands out is in creation order (`sequence`), never in hash order.
+struct RegistrationIndex: Sendable {
+    private var registrations: [String: Registration] = [:]
+    /// Registration ids by object, then by the top-level key they read ("" for the object's existence).
+    private var dependents: [String: [String: Set<String>]] = [:]
+    /// Registration ids by the object they observe.
+    private var byObject: [String: Set<String>] = [:]
+    /// Registration ids by observer, then by (object, key path): the deduplication table.
+    private var byObserver: [String: [RegistrationTarget: String]] = [:]
+    /// The last creation sequence handed out.
+    private(set) var sequence = 0
+
+    var count: Int { registrations.count }
+
+    subscript(id: String) -> Registration? { registrations[id] }
+
+    /// The registration of (object, key path) an observer holds, if any.
+    func registration(of observerID: String, at target: RegistrationTarget) -> Registration? {
+        byObserver[observerID]?[target].flatMap { registrations[$0] }
+    }
+
+    /// How many registrations an observer holds.
+    func count(of observerID: String) -> Int { byObserver[observerID]?.count ?? 0 }
+
+    /// An observer's registrations, in creation order.
+    func owned(by observerID: String) -> [Registration] {
+        inCreationOrder(byObserver[observerID]?.values.compactMap { registrations[$0] } ?? [])
+    }
+
+    /// The registrations observing `objectID` itself, in creation order.
+    func observing(_ objectID: String) -> [Registration] {
+        inCreationOrder((byObject[objectID] ?? []).compactMap { registrations[$0] })
+    }
+
+    /// The observers holding a registration on `objectID`, sorted.
+    func observers(of objectID: String) -> [String] {
+        Set((byObject[objectID] ?? []).compactMap { registrations[$0]?.observerID }).sorted()
+    }
+
+    /// Takes the next creation sequence.
+    mutating func nextSequence() -> Int {
+        sequence += 1
+        return sequence
+    }
+
+    /// Continues the sequence of an earlier run (restoring).
+    mutating func continueSequence(after value: Int) { sequence = max(sequence, value) }
+
+    /// Enters a bound registration in every index (its dependencies included).
+    mutating func insert(_ registration: Registration) {
+        registrations[registration.id] = registration
+        byObject[registration.objectID, default: []].insert(registration.id)
+        byObserver[registration.observerID, default: [:]][registration.target] = registration.id
+        for path in registration.dependencies { addDependent(registration.id, at: path) }
+    }
+
+    /// Takes a registration out of every index; returns it.
+    @discardableResult
+    mutating func remove(_ id: String) -> Registration? {
+        guard let registration = registrations.removeValue(forKey: id) else { return nil }
+        for path in registration.dependencies { removeDependent(id, at: path) }
+        byObject[registration.objectID]?.remove(id)
+        if byObject[registration.objectID]?.isEmpty == true { byObject[registration.objectID] = nil }
+        byObserver[registration.observerID]?[registration.target] = nil
+        if byObserver[registration.observerID]?.isEmpty == true { byObserver[registration.observerID] = nil }
+        return registration
+    }
+
+    /// Takes a registration out to change it in place (its index entries stay); give it back
+    /// with `putBack`. Moving it out and back never copies it (a copy would retain every field).
+    mutating func takeOut(_ id: String) -> Registration? { registrations.removeValue(forKey: id) }
+
+    mutating func putBack(_ registration: Registration) { registrations[registration.id] = registration }
+
+    /// Moves a registration's entries in the dependency index to `paths` (what it reads now).
+    mutating func rebind(_ registration: inout Registration, to paths: Set<ObjectPath>) {
+        guard paths != registration.dependencies else { return }
+        for path in registration.dependencies.subtracting(paths) { removeDependent(registration.id, at: path) }
+        for path in paths.subtracting(registration.dependencies) { addDependent(registration.id, at: path) }
+        registration.dependencies = paths
+    }
+
+    /// The registrations a set of writes affects, each with the policy that governs it (the
+    /// most eager of the policies of the keys written), in creation order.
+    mutating func affected(by writes: [Write]) -> [(id: String, policy: NotifyPolicy)] {
+        var result: [String: NotifyPolicy] = [:]
+        for write in writes {
+            guard let byKey = dependents[write.location.objectID] else { continue }
+            let candidates: Set<String>
+            if let first = write.location.keys.first {
+                candidates = byKey[first] ?? []
+            } else {
+                candidates = byKey.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+            }
+            for id in candidates {
+                // Read in place: copying a registration out would retain every field it has.
+                let reads = registrations.inPlace(id) { registration in
+                    write.location.keys.isEmpty
+                        || registration.dependencies.contains { !$0.keys.isEmpty && $0.overlaps(write.location) }
+                }
+                guard reads == true else { continue }
+                result[id] = Self.eager(result[id], write.policy)
+            }
+        }
+        var ordered: [(sequence: Int, id: String, policy: NotifyPolicy)] = []
+        ordered.reserveCapacity(result.count)
+        for (id, policy) in result {
+            if let sequence = registrations.inPlace(id, { $0.sequence }) { ordered.append((sequence, id, policy)) }
+        }
+        ordered.sort { $0.sequence < $1.sequence }
+        return ordered.map { ($0.id, $0.policy) }
+    }
+
+    private func inCreationOrder(_ list: [Registration]) -> [Registration] {
+        list.sorted { $0.sequence < $1.sequence }
+    }
+
+    private static func eager(_ a: NotifyPolicy?, _ b: NotifyPolicy) -> NotifyPolicy {
+        guard let a else { return b }
+        if a == .always || b == .always { return .always }
+        return a == .onChange || b == .onChange ? .onChange : .manual
+    }
+
+    private mutating func addDependent(_ id: String, at path: ObjectPath) {
+        dependents[path.objectID, default: [:]][path.keys.first ?? "", default: []].insert(id)
+    }
+
+    private mutating func removeDependent(_ id: String, at path: ObjectPath) {
+        let key = path.keys.first ?? ""
+        dependents[path.objectID]?[key]?.remove(id)
+        if dependents[path.objectID]?[key]?.isEmpty == true { dependents[path.objectID]?[key] = nil }
+        if dependents[path.objectID]?.isEmpty == true { dependents[path.objectID] = nil }
+    }
+}
+
+/// A change to stored data: the place written and the notify policy of the key set there.
+struct Write {
+    let location: ObjectPath
+    let policy: NotifyPolicy
+}

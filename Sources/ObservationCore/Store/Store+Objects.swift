@@ -1,0 +1,94 @@
+// MARK: - Classes, objects and values (KVC)
+
+extension Store {
+    /// Creates or replaces the class `name` from `{"properties": {...}}`.
+    public func defineClass(_ name: String, definition: JSON) throws(CoreError) -> (ClassSnapshot, created: Bool) {
+        expected(try issue(.defineClass(name: name, definition: definition))) {
+            if case .classDefined(let snapshot, let created) = $0 { (snapshot, created) } else { nil }
+        }
+    }
+
+    public func classes() -> [ClassSnapshot] {
+        state.withLock { state in state.graph.classes.keys.sorted().compactMap { state.graph.classSnapshot($0) } }
+    }
+
+    public func classInfo(_ name: String) throws(CoreError) -> ClassSnapshot {
+        guard let snapshot = state.withLock({ $0.graph.classSnapshot(name) }) else {
+            throw CoreError.notFound("class", name)
+        }
+        return snapshot
+    }
+
+    /// Deletes a class no object uses; returns the revision.
+    public func deleteClass(_ name: String) throws(CoreError) -> Int {
+        expected(try issue(.deleteClass(name: name))) { if case .removed(let revision?) = $0 { revision } else { nil } }
+    }
+
+    /// Creates an object (with a generated id when `id` is nil).
+    public func createObject(id: String?, className: String?, values: JSONObject) throws(CoreError) -> ObjectSnapshot {
+        expected(
+            try issue(.createObject(id: id, className: className, values: values, generatedID: RandomID.make("obj_")))
+        ) {
+            if case .objectCreated(let snapshot) = $0 { snapshot } else { nil }
+        }
+    }
+
+    /// Objects in id order, `limit` at a time, after the cursor `after`.
+    public func objects(className: String?, limit: Int, after cursor: String?) throws(CoreError) -> ObjectPage {
+        try read { state throws(CoreError) in try state.listObjects(className: className, limit: limit, after: cursor) }
+    }
+
+    public func object(_ id: String) throws(CoreError) -> ObjectSnapshot {
+        try read { state throws(CoreError) in state.snapshot(try state.graph.existingObject(id)) }
+    }
+
+    /// Sets several keys atomically under one revision; returns it.
+    public func patch(_ id: String, values: JSONObject, ifRevision: Int? = nil) throws(CoreError) -> Int {
+        revision(of: try issue(.patch(object: id, values: values, ifRevision: ifRevision)))
+    }
+
+    /// Deletes an object, or marks it `releasePending` while observers retain it.
+    public func deleteObject(_ id: String) throws(CoreError) -> DeleteOutcome {
+        expected(try issue(.deleteObject(object: id))) {
+            if case .objectDeleted(let outcome) = $0 { outcome } else { nil }
+        }
+    }
+
+    /// `valueForKeyPath:`; also returns the object's revision.
+    public func value(of id: String, at keyPath: String) throws(CoreError) -> (value: JSON, revision: Int) {
+        let path = try KeyPath(keyPath)
+        return try read { state throws(CoreError) in
+            let object = try state.graph.existingObject(id)
+            try state.graph.checker.check(path, from: object.className)
+            return (try state.graph.read(path, of: id), object.revision)
+        }
+    }
+
+    /// `setValue:forKeyPath:`; returns the new revision.
+    public func setValue(_ value: JSON, of id: String, at keyPath: String, ifRevision: Int? = nil) throws(CoreError)
+        -> Int
+    {
+        revision(of: try issue(.setValue(object: id, keyPath: keyPath, value: value, ifRevision: ifRevision)))
+    }
+
+    /// Applies a to-many mutation to the array at `keyPath`; returns the new revision.
+    public func mutate(_ id: String, at keyPath: String, _ mutation: ArrayMutation, ifRevision: Int? = nil)
+        throws(CoreError) -> Int
+    {
+        revision(
+            of: try issue(
+                .mutate(
+                    object: id, keyPath: keyPath, kind: mutation.kind.rawValue, indexes: mutation.indexes,
+                    values: mutation.values, ifRevision: ifRevision)))
+    }
+
+    /// `didChangeValueForKey:` (for `manual` keys): one record per registration on those key
+    /// paths, `old` being the value at its last notification.
+    public func notify(_ id: String, keyPaths: [String]) throws(CoreError) -> Int {
+        revision(of: try issue(.notify(object: id, keyPaths: keyPaths)))
+    }
+
+    func revision(of outcome: Outcome) -> Int {
+        expected(outcome) { if case .revision(let revision) = $0 { revision } else { nil } }
+    }
+}

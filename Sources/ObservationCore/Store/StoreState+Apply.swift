@@ -1,0 +1,85 @@
+// MARK: - apply: the one way the state changes
+
+extension StoreState {
+    /// Applies a command: returns its answer and the effects to perform after the lock (events
+    /// for the logs, logs to close, the timer to tell). Throws the contract's error, having
+    /// changed nothing, when the command is refused.
+    ///
+    /// Deterministic: the result depends on the state and the command only. Time is the
+    /// command's, but never earlier than the last command's (the clock does not go back).
+    mutating func apply(_ command: Command) -> (Result<Outcome, CoreError>, Effects) {
+        effects = Effects()
+        let before = clock
+        let time = max(clock, command.time)
+        clock = time
+        let result = Result { () throws(CoreError) in try perform(command.action, at: time) }
+        if case .failure = result { clock = before }  // a refused command changes nothing, not even the clock
+        defer { effects = Effects() }
+        return (result, effects)
+    }
+
+    private mutating func perform(_ action: Command.Action, at time: Timestamp) throws(CoreError) -> Outcome {
+        switch action {
+        case .defineClass(let name, let definition):
+            let (snapshot, created) = try defineClass(name, definition: definition)
+            return .classDefined(snapshot, created: created)
+        case .deleteClass(let name):
+            return .removed(revision: try deleteClass(name))
+        case .createObject(let id, let className, let values, let generatedID):
+            return .objectCreated(
+                try createObject(id: id, className: className, values: values, generatedID: generatedID, at: time))
+        case .patch(let object, let values, let ifRevision):
+            return .revision(try patch(values, of: object, ifRevision: ifRevision))
+        case .deleteObject(let object):
+            return .objectDeleted(try deleteObject(object))
+        case .setValue(let object, let keyPath, let value, let ifRevision):
+            return .revision(try setValue(value, at: keyPath, of: object, ifRevision: ifRevision))
+        case .mutate(let object, let keyPath, let kind, let indexes, let values, let ifRevision):
+            return .revision(
+                try mutate(kind, indexes: indexes, values: values, at: keyPath, of: object, ifRevision: ifRevision))
+        case .notify(let object, let keyPaths):
+            return .revision(try notify(object, keyPaths: keyPaths))
+        case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay):
+            let settings = ObserverSettings(name: name, lease: lease, retainObserved: retainObserved, replay: replay)
+            return .observerCreated(try createObserver(id: id, tokenHash: tokenHash, settings: settings, at: time))
+        case .deleteObserver(let observer):
+            return .removed(revision: try removeObserver(observer, reason: "deleted"))
+        case .keepalive(let observer):
+            return .leaseRenewed(expiresAt: try keepalive(observer, at: time))
+        case .observe(let observer, let object, let keyPaths, let options, let context, let registrationIDs):
+            return .observed(
+                try observe(
+                    observerID: observer, objectID: object, keyPaths: keyPaths, optionNames: options, context: context,
+                    registrationIDs: registrationIDs, at: time))
+        case .unobserve(let observer, let registration, let object, let keyPath):
+            return .removed(
+                revision: try unobserve(
+                    observerID: observer, registrationID: registration, objectID: object, keyPath: keyPath))
+        case .subscribe(let observer, let name, let object, let subscriptionID):
+            let result = try subscribe(
+                observerID: observer, name: name, object: object, subscriptionID: subscriptionID, at: time)
+            return .subscribed(result.subscription, deduplicated: result.deduplicated, revision: result.revision)
+        case .unsubscribe(let observer, let subscription, let name, let object):
+            return .removed(
+                revision: try unsubscribe(
+                    observerID: observer, subscriptionID: subscription, name: name, object: object))
+        case .post(let name, let object, let userInfo, let posting, let coalesce):
+            return .posted(
+                try post(name: name, object: object, userInfo: userInfo, posting: posting, coalesce: coalesce, at: time)
+            )
+        case .expireLeases:
+            return .expired(expireLeases(at: time))
+        case .deliverQueued(let posting):
+            return .delivered(try deliverQueued(posting))
+        case .openStream(let observer):
+            return .streamOpened(try openStream(of: observer))
+        case .closeStream(let observer):
+            closeStream(of: observer, at: time)
+            return .done
+        case .restart:
+            observers.restart(at: time)
+            effects.timerMustLook = true
+            return .done
+        }
+    }
+}

@@ -1,0 +1,40 @@
+// MARK: - Events: what a command says to observers and to the admin stream
+
+extension StoreState {
+    /// An event for an observer's stream: it takes the observer's next id now, and goes into
+    /// its log with the command's other effects.
+    mutating func emit(_ name: String, _ data: [UInt8], to observerID: String) {
+        guard let (log, id) = observers.takeEventID(observerID) else { return }
+        effects.events.append((log, Event(id: id, name: name, data: data)))
+        journal.mark(.lastEventID, observerID)
+        journal.hold(log, through: id)
+    }
+
+    /// An event for the admin stream (its own gapless ids).
+    mutating func emitAdmin(_ name: String, _ members: JSONObject) {
+        emitAdmin(name, bytes: JSON.object(members).encoded())
+    }
+
+    mutating func emitAdmin(_ name: String, bytes: [UInt8]) {
+        adminLastEventID += 1
+        effects.events.append((adminLog, Event(id: adminLastEventID, name: name, data: bytes)))
+        journal.hold(adminLog, through: adminLastEventID)
+    }
+
+    /// The `cancelled` event of a removed registration or subscription (`field` names which).
+    mutating func emitCancelled(
+        _ field: StaticString, _ id: String, reason: String, revision: Int, to observerID: String
+    ) {
+        var writer = JSONWriter(capacity: 80)
+        writer.raw("{\"")
+        writer.raw(field)
+        writer.raw("\":")
+        writer.write(id)
+        writer.raw(",\"reason\":")
+        writer.write(reason)
+        writer.raw(",\"revision\":")
+        writer.write(revision)
+        writer.raw("}")
+        emit("cancelled", writer.bytes, to: observerID)
+    }
+}

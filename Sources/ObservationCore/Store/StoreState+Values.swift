@@ -1,0 +1,112 @@
+// MARK: - Key-value coding: the writes (setValue:forKeyPath:, PATCH, to-many mutations, notify)
+
+extension StoreState {
+    mutating func setValue(_ value: JSON, at keyPath: String, of id: String, ifRevision: Int?) throws(CoreError)
+        -> Int
+    {
+        let path = try KeyPath(keyPath)
+        try graph.checkRevision(try graph.existingObject(id), ifRevision)
+        let target = try graph.writeTarget(path, from: id)
+        try graph.checkAssignable(value, to: target)
+        let revision = nextRevision()
+        store(value, at: target, revision: revision)
+        propagate([write(at: target)], revision: revision)
+        emitValueChanged(target, value, revision: revision)
+        return revision
+    }
+
+    /// Sets several top-level keys at once, under one revision (all or none).
+    mutating func patch(_ values: JSONObject, of id: String, ifRevision: Int?) throws(CoreError) -> Int {
+        let object = try graph.existingObject(id)
+        try graph.checkRevision(object, ifRevision)
+        guard !values.isEmpty else { return object.revision }
+        var targets: [(WriteTarget, JSON)] = []
+        for (key, value) in values {
+            guard Names.isValidKey(key) else {
+                throw CoreError(
+                    .invalidKeyPath, "'\(key)' is not a key (PATCH sets keys, not key paths)",
+                    details: ["key": .string(key)])
+            }
+            let target = WriteTarget(objectID: id, inner: [], key: key)
+            try graph.checkAssignable(value, to: target)
+            targets.append((target, value))
+        }
+        let revision = nextRevision()
+        for (target, value) in targets { store(value, at: target, revision: revision) }
+        propagate(targets.map { write(at: $0.0) }, revision: revision)
+        for (target, value) in targets { emitValueChanged(target, value, revision: revision) }
+        return revision
+    }
+
+    /// Applies a to-many mutation to the array at `keyPath`.
+    mutating func mutate(
+        _ kind: String, indexes: [Int], values: [JSON], at keyPath: String, of id: String, ifRevision: Int?
+    ) throws(CoreError) -> Int {
+        guard let kind = ArrayMutation.Kind(rawValue: kind) else {
+            throw CoreError(.invalidRequest, "kind must be insertion, removal or replacement, not '\(kind)'")
+        }
+        let mutation = try ArrayMutation(kind: kind, indexes: indexes, values: values)
+        let path = try KeyPath(keyPath)
+        try graph.checkRevision(try graph.existingObject(id), ifRevision)
+        let target = try graph.writeTarget(path, from: id)
+        let current = graph.storedValue(at: target)
+        guard case .array(let array) = current else {
+            throw CoreError(
+                .notACollection, "'\(path)' is \(current.isNull ? "null" : "a \(current.typeName)"), not an array")
+        }
+        let result = try mutation.applied(to: array)
+        try graph.checkAssignable(.array(result), to: target)
+        let revision = nextRevision()
+        store(.array(result), at: target, revision: revision)
+        let change = write(at: target)
+        propagate(
+            [change], revision: revision,
+            toMany: ToManyChange(location: change.location, mutation: mutation, before: array, after: result))
+        emitValueChanged(
+            target, .array(result), revision: revision,
+            extra: [
+                "kind": .string(mutation.kind.rawValue), "indexes": .array(mutation.indexes.map(JSON.int)),
+            ])
+        return revision
+    }
+
+    /// `didChangeValueForKey:` (for `manual` keys): one record per registration on those key
+    /// paths, `old` being the value at its last notification.
+    mutating func notify(_ id: String, keyPaths: [String]) throws(CoreError) -> Int {
+        guard !keyPaths.isEmpty else { throw CoreError(.invalidRequest, "keyPaths must not be empty") }
+        var paths: [KeyPath] = []
+        for text in keyPaths { paths.append(try KeyPath(text)) }
+        let object = try graph.existingObject(id)
+        for path in paths { try graph.checker.check(path, from: object.className) }
+        let revision = nextRevision()
+        notifyManually(id, keyPaths: paths, revision: revision)
+        return revision
+    }
+
+    /// Stores a checked value and marks the object for the next checkpoint.
+    private mutating func store(_ value: JSON, at target: WriteTarget, revision: Int) {
+        graph.store(value, at: target, revision: revision)
+        journal.mark(.object, target.objectID)
+    }
+
+    /// The admin stream's `valueChanged`, written straight to bytes: it goes out on every write.
+    private mutating func emitValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:])
+    {
+        var writer = JSONWriter(capacity: 96)
+        writer.raw("{\"object\":")
+        writer.write(target.objectID)
+        writer.raw(",\"keyPath\":")
+        writer.write(target.inner.isEmpty ? target.key : (target.inner + [target.key]).joined(separator: "."))
+        writer.raw(",\"value\":")
+        writer.write(value)
+        for (key, member) in extra {
+            writer.raw(",")
+            writer.key(key)
+            writer.write(member)
+        }
+        writer.raw(",\"revision\":")
+        writer.write(revision)
+        writer.raw("}")
+        emitAdmin("valueChanged", bytes: writer.bytes)
+    }
+}
