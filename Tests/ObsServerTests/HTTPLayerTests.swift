@@ -97,6 +97,18 @@ struct HTTPLayerTests {
     }
 
     @Test(
+        "JSON media types are application/json and +json, any case, parameters and blanks ignored",
+        arguments: [
+            ("application/json", true), ("application/json; charset=utf-8", true), (" Application/JSON\t", true),
+            ("application/merge-patch+json", true), ("application/vnd.api+JSON;x=1", true),
+            ("text/plain", false), ("application/jsonx", false), ("+json", false), ("json", false),
+            ("application/json-seq", false), ("application/jsón", false), ("", false),
+        ])
+    func jsonMediaTypes(contentType: String, isJSON: Bool) {
+        #expect(JSONBody.isJSON(contentType) == isJSON)
+    }
+
+    @Test(
         "malformed JSON answers 400 invalidJSON with the offset",
         arguments: [
             "{", "{\"id\": }", "[1,]", "{\"id\": \"a\"} x", "nul", "{\"a\": 01}", "\"\\x\"", "{\"a\":\"\u{01}\"}",

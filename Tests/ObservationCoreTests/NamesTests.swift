@@ -45,6 +45,7 @@ struct NamesTests {
     func validKeyPaths(text: String) throws {
         let path = try KeyPath(text)
         #expect(path.description == text)
+        #expect(path.components.count == text.split(separator: ".").count)
     }
 
     @Test(
@@ -52,6 +53,8 @@ struct NamesTests {
         arguments: [
             "", ".", "a.", ".a", "a..b", "a.@count.x", "a.@sum", "@count", "@sum.x", "a.@sum.x.@count", "a.@foo.x",
             "a.b-c", "1a", Array(repeating: "k", count: 33).joined(separator: "."), "a.@count.@count",
+            // Bytes, not characters: a combining mark makes neither an operator nor a key.
+            "a.@\u{301}count", "a.\u{301}b", "a\u{301}", "ké", "a.\u{212A}",
         ])
     func invalidKeyPaths(text: String) {
         #expect(throws: CoreError.self) { try KeyPath(text) }

@@ -28,24 +28,31 @@ struct JSONBody {
     }
 
     /// Whether a Content-Type names JSON: `application/json` or any `+json` type, parameters ignored.
-    /// On every request with a body, so it compares bytes without allocating.
+    /// On every request with a body, so it compares bytes in place.
     static func isJSON(_ contentType: String) -> Bool {
-        let utf8 = contentType.utf8
-        let end = utf8.firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
-        var media = utf8[..<end]
-        while let first = media.first, first == 0x20 || first == 0x09 { media = media.dropFirst() }
-        while let last = media.last, last == 0x20 || last == 0x09 { media = media.dropLast() }
-        return asciiCaseInsensitiveEqual(media, "application/json".utf8)
-            || (media.count > 5 && asciiCaseInsensitiveEqual(media.suffix(5), "+json".utf8))
+        let bytes = contentType.utf8.span
+        var start = 0
+        var end = 0
+        while end < bytes.count, bytes[end] != UInt8(ascii: ";") { end += 1 }
+        while start < end, isBlank(bytes[start]) { start += 1 }
+        while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+        return equalsLowercased(bytes, start..<end, "application/json")
+            || (end - start > 5 && equalsLowercased(bytes, end - 5..<end, "+json"))
     }
 
-    private static func lowercased(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
-    }
+    private static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
 
-    /// `b` must be lower case.
-    private static func asciiCaseInsensitiveEqual(_ a: Substring.UTF8View, _ b: String.UTF8View) -> Bool {
-        a.count == b.count && zip(a, b).allSatisfy { x, y in lowercased(x) == y }
+    /// Whether `bytes[range]`, ASCII letters lowered, is `lowercase`.
+    private static func equalsLowercased(_ bytes: Span<UInt8>, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
+        guard range.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            for (offset, index) in range.enumerated() {
+                let byte = bytes[index]
+                let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+                guard lowered == expected[offset] else { return false }
+            }
+            return true
+        }
     }
 
     /// The member `key` as it is, or nil when absent.

@@ -26,17 +26,15 @@ final class Outbox: Sendable {
                 defer { queue.removeAll(keepingCapacity: true) }
                 return queue
             }
-            var touched: [ObjectIdentifier: EventLog] = [:]
+            // Each log once, in the order first touched (a log tells its first change since
+            // it was last woken).
             var order: [EventLog] = []
             var tellTimer = false
             for effects in batch {
-                for (log, event) in effects.events where log.append(event) {
-                    if touched.updateValue(log, forKey: ObjectIdentifier(log)) == nil { order.append(log) }
+                for (log, event) in effects.events {
+                    if log.append(event) { order.append(log) }
                 }
-                for log in effects.closedLogs {
-                    log.close()
-                    if touched.updateValue(log, forKey: ObjectIdentifier(log)) == nil { order.append(log) }
-                }
+                for log in effects.closedLogs where log.close() { order.append(log) }
                 tellTimer = tellTimer || effects.timerMustLook
             }
             return (order, tellTimer)

@@ -17,22 +17,28 @@ public struct KeyPath: Sendable, Hashable, CustomStringConvertible {
     public let description: String
 
     /// Parses `text`, throwing `invalidKeyPath` with the reason when it breaks a rule.
+    /// On every write and read, so it scans the bytes once, splitting at `.`.
     public init(_ text: String) throws(CoreError) {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard !text.isEmpty, parts.count <= Self.maxComponents else {
-            throw Self.invalid(text, text.isEmpty ? "it is empty" : "it has more than \(Self.maxComponents) components")
-        }
+        guard !text.isEmpty else { throw Self.invalid(text, "it is empty") }
+        let utf8 = text.utf8
         var components: [Component] = []
-        components.reserveCapacity(parts.count)
         var operatorIndex: Int?
-        for (index, part) in parts.enumerated() {
-            if part.first == "@" {
-                guard let op = CollectionOperator(rawValue: String(part.dropFirst())) else {
+        var start = utf8.startIndex
+        while true {
+            let end = utf8[start...].firstIndex(of: UInt8(ascii: ".")) ?? utf8.endIndex
+            guard components.count < Self.maxComponents else {
+                throw Self.invalid(text, "it has more than \(Self.maxComponents) components")
+            }
+            let part = Substring(utf8[start..<end])
+            if part.utf8.first == UInt8(ascii: "@") {
+                guard let op = CollectionOperator(rawValue: String(Substring(part.utf8.dropFirst()))) else {
                     throw Self.invalid(text, "'\(part)' is not a collection operator")
                 }
                 guard operatorIndex == nil else { throw Self.invalid(text, "it has more than one collection operator") }
-                guard index > 0 else { throw Self.invalid(text, "'\(part)' needs a collection key path before it") }
-                operatorIndex = index
+                guard !components.isEmpty else {
+                    throw Self.invalid(text, "'\(part)' needs a collection key path before it")
+                }
+                operatorIndex = components.count
                 components.append(.collection(op))
             } else {
                 guard Names.isValidKey(part) else {
@@ -40,6 +46,8 @@ public struct KeyPath: Sendable, Hashable, CustomStringConvertible {
                 }
                 components.append(.key(String(part)))
             }
+            guard end != utf8.endIndex else { break }
+            start = utf8.index(after: end)
         }
         if let operatorIndex, case .collection(let op) = components[operatorIndex] {
             let after = components.count - operatorIndex - 1

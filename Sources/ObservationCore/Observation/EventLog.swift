@@ -72,6 +72,8 @@ public final class EventLog: Sendable {
         /// Streams cut off since the last `wake()`: their aborts run then.
         var cutOff: [Reader] = []
         var closed = false
+        /// Changed since the last `wake()`, and someone will wake it (see `append`).
+        var wakePending = false
 
         /// The id of the oldest event held (lastID + 1 when empty).
         var oldestID: Int { lastID - events.count + 1 }
@@ -113,9 +115,10 @@ public final class EventLog: Sendable {
     // MARK: - Writing
 
     /// Appends an event whose id the state gave it (the next one: events arrive in order).
-    /// Returns whether streams may send it now (a gated log shows it once it is published).
-    @discardableResult
-    public func append(_ event: Event) -> Bool {
+    /// Returns whether the caller must wake the log: the event is visible now (a gated log
+    /// shows it once it is published, and its publisher wakes it) and it is the log's first
+    /// change since its last `wake()` (so a batch of commands wakes each log once, no hashing).
+    func append(_ event: Event) -> Bool {
         state.withLock { state in
             assert(event.id == state.lastID + 1, "event \(event.id) after \(state.lastID)")
             state.lastID = event.id
@@ -123,7 +126,9 @@ public final class EventLog: Sendable {
             state.heldBytes += event.heldBytes
             state.evict()
             if !state.gated { state.visibleID = state.lastID }
-            return event.id <= state.visibleID
+            guard event.id <= state.visibleID else { return false }
+            defer { state.wakePending = true }
+            return !state.wakePending
         }
     }
 
@@ -143,9 +148,14 @@ public final class EventLog: Sendable {
         }
     }
 
-    /// Marks the log closed: streams end once they have sent what it holds. Wake it afterwards.
-    public func close() {
-        state.withLock { $0.closed = true }
+    /// Marks the log closed: streams end once they have sent what it holds. Returns whether
+    /// the caller must wake the log (see `append`).
+    func close() -> Bool {
+        state.withLock { state in
+            state.closed = true
+            defer { state.wakePending = true }
+            return !state.wakePending
+        }
     }
 
     /// Closed, with every event visible (a closed log's last events may still wait for durability).
@@ -157,7 +167,10 @@ public final class EventLog: Sendable {
     /// call (call after releasing the store's lock).
     public func wake() {
         let (wakers, aborts) = state.withLock { state in
-            defer { state.cutOff.removeAll() }
+            defer {
+                state.cutOff.removeAll()
+                state.wakePending = false
+            }
             return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort))
         }
         for abort in aborts { abort() }
