@@ -10,7 +10,10 @@
 /// Thread-safety: `enqueue` under the store's lock; `perform` from any thread after it.
 final class Outbox: Sendable {
     private let queue = Locked<[Effects]>([])
-    private let performing = Locked(())
+    /// Held while draining and performing, so batches go in in order. It counts the batches
+    /// performed: a `Locked<Void>` has an empty state, whose accesses ThreadSanitizer sees
+    /// outside the lock (the compiler may move them) and reports as races.
+    private let performing = Locked(0)
     /// Told when a command moved a deadline or queued a posting (the server's timer).
     let timer = Locked<TimerHook?>(nil)
 
@@ -21,11 +24,12 @@ final class Outbox: Sendable {
 
     /// Performs everything queued so far, in order.
     func perform() {
-        let (wake, tellTimer) = performing.withLock { _ -> ([EventLog], Bool) in
+        let (wake, tellTimer) = performing.withLock { performed -> ([EventLog], Bool) in
             let batch = queue.withLock { queue -> [Effects] in
                 defer { queue.removeAll(keepingCapacity: true) }
                 return queue
             }
+            performed &+= batch.count
             // Each log once, in the order first touched (a log tells its first change since
             // it was last woken).
             var order: [EventLog] = []
