@@ -12,7 +12,7 @@ TSAN_DIR   := .build-tsan
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release deps deps-browser deps-blackbox deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers soak clean help
+.PHONY: run build release deps deps-browser deps-blackbox deps-cluster deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers soak clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -22,9 +22,16 @@ help:
 
 ## System packages: checked with pkg-config / command -v, installed with apt-get when missing.
 deps:
-	@command -v pkg-config >/dev/null && pkg-config --exists libmicrohttpd sqlite3 || { \
-	  echo "==> installing libmicrohttpd-dev, libsqlite3-dev and pkg-config"; \
-	  $(APT_GET) update -qq && $(APT_GET) install -y -qq libmicrohttpd-dev libsqlite3-dev pkg-config >/dev/null; }
+	@command -v pkg-config >/dev/null && pkg-config --exists libmicrohttpd sqlite3 libpq || { \
+	  echo "==> installing libmicrohttpd-dev, libsqlite3-dev, libpq-dev and pkg-config"; \
+	  $(APT_GET) update -qq && $(APT_GET) install -y -qq libmicrohttpd-dev libsqlite3-dev libpq-dev pkg-config >/dev/null; }
+
+## The cluster tests start a private PostgreSQL and nginx as the load balancer (Debian's packages).
+deps-cluster:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v psql >/dev/null && command -v nginx >/dev/null \
+	  && command -v runuser >/dev/null || { \
+	  echo "==> installing postgresql and nginx"; $(APT_GET) update -qq \
+	  && $(APT_GET) install -y -qq postgresql postgresql-client nginx util-linux >/dev/null; }
 
 ## Python tools for the black-box tests, in a virtual environment of our own.
 $(VENV)/.ready: Tests/blackbox/requirements.txt
@@ -78,7 +85,7 @@ test-swift:
 	@! grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log || { echo "warnings in project code"; exit 1; }
 	$(SWIFT) test --skip-build
 
-test-blackbox: $(VENV)/.ready deps-browser deps-blackbox
+test-blackbox: $(VENV)/.ready deps-browser deps-blackbox deps-cluster
 	$(VENV)/bin/pytest -q Tests/blackbox
 
 test-tsan:

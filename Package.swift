@@ -32,6 +32,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(
             name: "ObservationCore",
             swiftSettings: strict
@@ -41,6 +46,7 @@ let package = Package(
             dependencies: [
                 "CLinux",
                 "CMicroHTTPD",
+                "CLibPQ",
                 "CSQLite",
                 "ObservationCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

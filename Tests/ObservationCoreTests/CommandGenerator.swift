@@ -95,6 +95,7 @@ struct CommandGenerator {
         case 35..<37: return stamp(.notify(object: person(), keyPaths: chance(0.8) ? ["nick"] : ["nick", "nmae"]))
         case 37..<41: return stamp(createObject())
         case 41..<43: return stamp(deleteObject())
+        case 43..<44: return stamp(.nodeDown(holder: chance(0.5) ? "n1#1" : "n2#1"))
         case 44..<48: return stamp(createObserver())
         case 48..<50:
             let doomed = observer()
@@ -112,8 +113,8 @@ struct CommandGenerator {
         case 70..<78: return stamp(post())
         case 78..<81: return stamp(.deliverQueued(posting: chance(0.9) ? (chance(0.5) ? "asap" : "idle") : "now"))
         case 81..<84: return stamp(.expireLeases)
-        case 84..<88: return stamp(.openStream(observer: chance(0.9) ? observer() : nil))
-        case 88..<92: return stamp(.closeStream(observer: chance(0.9) ? observer() : nil))
+        case 84..<88: return stamp(.openStream(observer: chance(0.9) ? observer() : nil, holder: holder()))
+        case 88..<92: return stamp(.closeStream(observer: chance(0.9) ? observer() : nil, holder: holder()))
         case 92..<94: return stamp(redefineClass())
         case 94..<95: return stamp(.deleteClass(name: chance(0.5) ? "Team" : "Nothing"))
         case 95..<96: return stamp(.restart)
@@ -276,4 +277,6 @@ struct CommandGenerator {
     private mutating func plainObject() -> String { element(plain) ?? "x0" }
     private mutating func anyObject() -> String { element(people + plain) ?? "p0" }
     private mutating func observer() -> String { chance(0.95) ? (element(observers) ?? "obs_none") : "obs_none" }
+    /// A single server's stream (nil) or one of two cluster nodes'.
+    private mutating func holder() -> String? { chance(0.5) ? nil : (chance(0.5) ? "n1#1" : "n2#1") }
 }

@@ -59,7 +59,7 @@ struct DeterminismTests {
     static let allKinds = [
         "defineClass", "deleteClass", "createObject", "patch", "deleteObject", "setValue", "mutate", "notify",
         "createObserver", "deleteObserver", "keepalive", "observe", "unobserve", "subscribe", "unsubscribe", "post",
-        "expireLeases", "deliverQueued", "openStream", "closeStream", "restart",
+        "expireLeases", "deliverQueued", "openStream", "closeStream", "restart", "nodeDown",
     ]
 
     /// Runs `obs-server --replay file` in its own process; `hashing` deterministic or random seeds.

@@ -1,9 +1,31 @@
 import ObservationCore
 
 extension ServiceAPI {
-    /// Issues a client's command now and answers with its outcome.
-    func execute(_ action: Command.Action) throws -> HTTPResponse {
-        .answer(try store.issue(action))
+    /// Issues a client's command now and answers with its outcome (`finish` adjusts a
+    /// successful answer). On a cluster node the command goes to the cluster's log first, and
+    /// the answer is the outcome of applying it when it comes back (a deferred answer).
+    func execute(_ action: Command.Action, finish: (@Sendable (inout HTTPResponse) -> Void)? = nil) throws
+        -> HTTPResponse
+    {
+        guard let cluster else {
+            var response = HTTPResponse.answer(try store.issue(action))
+            finish?(&response)
+            return response
+        }
+        let deferred = DeferredAnswer()
+        cluster.submit(Command(time: .now(), action)) { result in
+            deferred.resolve {
+                switch result {
+                case .success(let outcome):
+                    var response = HTTPResponse.answer(outcome)
+                    finish?(&response)
+                    return response
+                case .failure(let error):
+                    return APIError(error).response
+                }
+            }
+        }
+        return .deferred(deferred)
     }
 }
 

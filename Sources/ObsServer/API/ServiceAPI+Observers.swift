@@ -6,14 +6,15 @@ extension ServiceAPI {
             let body = try jsonBody(request, allowed: ["name", "lease", "retainObserved", "replay"])
             let defaults = ObserverSettings()
             let token = Command.newToken()
-            var response = try execute(
+            return try execute(
                 .createObserver(
                     id: Command.newID("obs_"), tokenHash: TokenHash.of(token), name: try body.string("name"),
                     lease: try body.int("lease") ?? defaults.lease,
                     retainObserved: try body.bool("retainObserved") ?? defaults.retainObserved,
-                    replay: try body.int("replay") ?? defaults.replay))
-            response.insertMember("token", .string(token))  // shown once, here: the state keeps its hash only
-            return response
+                    replay: try body.int("replay") ?? defaults.replay)
+            ) { response in
+                response.insertMember("token", .string(token))  // shown once, here: the state keeps its hash only
+            }
         }
         router.on(.get, "/v1/observers") { _, _ in
             let observers: [JSON] = store.observers().map { .object($0.summaryJSON) }

@@ -2,7 +2,13 @@ import ObservationCore
 
 extension ServiceAPI {
     func registerOperations(in router: inout RouterBuilder) {
-        router.on(.get, "/healthz") { _, _ in .json(["status": "ok"]) }
+        router.on(.get, "/healthz") { _, _ in
+            guard let cluster, !cluster.isHealthy else { return .json(["status": "ok"]) }
+            // Not caught up with the cluster, or cut off from its database: send clients elsewhere.
+            var response = HTTPResponse.json(["status": "unavailable"], status: 503)
+            response.headers.append(("Retry-After", "1"))
+            return response
+        }
         router.on(.get, "/v1/stats") { _, _ in .json(.object(figures())) }
         router.on(.get, "/metrics") { _, _ in prometheus() }
     }
@@ -10,20 +16,30 @@ extension ServiceAPI {
     /// The counts of `/v1/stats`.
     private func figures() -> JSONObject {
         let stats = store.stats()
-        return [
+        let streams = cluster == nil ? stats.streams : hub.count
+        var figures: JSONObject = [
             "objects": .int(stats.objects),
             "classes": .int(stats.classes),
             "observers": .int(stats.observers),
             "observations": .int(stats.observations),
             "subscriptions": .int(store.subscriptionCount),
-            "streams": .int(stats.streams),
+            "streams": .int(streams),
             "eventsSent": .int(hub.counters.events.load(ordering: .relaxed)),
             "droppedStreams": .int(hub.counters.dropped.load(ordering: .relaxed)),
             "requests": .int(counters.requests.load(ordering: .relaxed)),
             "revision": .int(stats.revision),
-            "writable": .bool(store.isWritable),
+            "writable": .bool(cluster?.isHealthy ?? store.isWritable),
             "uptime": .double((counters.uptimeSeconds * 1000).rounded() / 1000),
         ]
+        // This node, the live nodes, what it has applied and the log's head (section 11).
+        if let node = cluster?.figures {
+            let members: JSONObject = [
+                "node": .string(node.node), "nodes": .int(node.nodes), "applied": .int(node.applied),
+                "head": .int(node.head),
+            ]
+            figures["cluster"] = .object(members)
+        }
+        return figures
     }
 
     /// `/metrics`: the same figures, the committer's, and latency histograms, in Prometheus text format.

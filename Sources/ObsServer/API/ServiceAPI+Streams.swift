@@ -22,7 +22,7 @@ extension ServiceAPI {
             }
             resumeAfter = value
         }
-        let log = try store.openStream(of: observerID)
+        let (log, close) = try cluster.map { try clusterStream(of: observerID, $0) } ?? localStream(of: observerID)
         var cursor: Int
         var prelude: [Event] = []
         var rebuild: RebuildSource?
@@ -45,11 +45,42 @@ extension ServiceAPI {
         let stream = EventStream(
             log: log, cursor: cursor, prelude: prelude, rebuild: rebuild, counters: hub.counters
         ) {
-            [store, hub] stream in
+            [hub] stream in
             hub.remove(stream)
-            store.closeStream(of: observerID)
+            close()
         }
         hub.add(stream)
         return .eventStream(stream)
+    }
+
+    /// A single server's stream: opening and closing are commands applied here.
+    private func localStream(of observerID: String?) throws(CoreError) -> (EventLog, @Sendable () -> Void) {
+        let log = try store.openStream(of: observerID)
+        return (log, { [store] in store.closeStream(of: observerID) })
+    }
+
+    /// A cluster node's stream: the node checks its own stream limit, and an observer's stream
+    /// opening and closing go through the log (they hold the lease cluster-wide), named by
+    /// this node's incarnation. The stream starts at once (the read barrier has run).
+    private func clusterStream(of observerID: String?, _ cluster: ClusterNode) throws(CoreError) -> (
+        EventLog, @Sendable () -> Void
+    ) {
+        guard cluster.isHealthy, let holder = cluster.tag else {
+            throw ClusterNode.unavailable("the node is not connected to the cluster's database now")
+        }
+        guard hub.count < maxStreams else {
+            throw CoreError(
+                .limitExceeded, "this node holds its limit of \(maxStreams) event streams",
+                details: ["limit": .int(maxStreams)])
+        }
+        let log = try store.eventLog(of: observerID)
+        guard let observerID else { return (log, {}) }
+        cluster.submit(Command(time: .now(), .openStream(observer: observerID, holder: holder))) { _ in }
+        return (
+            log,
+            {
+                cluster.submit(Command(time: .now(), .closeStream(observer: observerID, holder: holder))) { _ in }
+            }
+        )
     }
 }

@@ -11,6 +11,10 @@ struct ServiceAPI: Sendable {
     let metrics: RequestMetrics
     /// The data directory's committer (nil: in memory), for its figures.
     let committer: Committer?
+    /// The cluster this node belongs to (nil: a single server): writes go through its log.
+    let cluster: ClusterNode?
+    /// This node's stream limit, when a cluster node counts its own streams (`--max-streams`).
+    let maxStreams: Int
     /// The longest JSON string a request body may hold (`--max-string-bytes`).
     let maxStringBytes: Int
 

@@ -17,6 +17,11 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "TCP port (0: any free port).") var port: UInt16?
     @Option(help: "Directory for the server's data (created on first start).") var dataDir: String?
     @Option(
+        help:
+            "Join a cluster whose state is in this PostgreSQL database (postgres://user@host/db); excludes --data-dir."
+    ) var cluster: String?
+    @Option(help: "This node's name in the cluster (default: host name and port).") var nodeId: String?
+    @Option(
         help: """
             full: fsync every group commit (answered writes survive a power cut); normal: fsync at checkpoints \
             (answered writes survive kill -9 and server crashes).
@@ -99,6 +104,8 @@ struct ObsServerCommand: ParsableCommand {
         if let host = try pick(host, "host") { config.host = host == "localhost" ? "127.0.0.1" : host }
         if let port = try pick(port, "port") { config.port = port }
         config.dataDir = try pick(dataDir, "data-dir")
+        config.cluster = try pick(cluster, "cluster")
+        config.nodeID = try pick(nodeId, "node-id")
         if let publicDir = try pick(publicDir, "public-dir") { config.publicDir = publicDir }
         if let sync = try pick(sync, "sync") {
             guard let parsed = CommitSync(rawValue: sync) else {

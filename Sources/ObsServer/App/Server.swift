@@ -16,6 +16,8 @@ final class Server: Sendable {
     let committer: Committer?
     /// Holds the data directory's lock for the server's lifetime.
     private let dataDirectory: DataDirectory?
+    /// The cluster this node serves (nil: a single server).
+    let cluster: ClusterNode?
 
     init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
@@ -35,17 +37,42 @@ final class Server: Sendable {
             dataDirectory = nil
             committer = nil
         }
+        let cluster = config.cluster.map { url in
+            ClusterNode(
+                settings: ClusterSettings(
+                    url: url, nodeID: config.nodeID ?? "\(ProcessInfo.processInfo.hostName):\(config.port)"),
+                store: store, limits: limits, logger: logger)
+        }
         let counters = ServiceCounters()
         let hub = StreamHub()
-        let timer = ServiceTimer(
-            store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
-            lastRequest: { counters.lastRequest })
+        let timer: ServiceTimer
+        if let cluster {
+            // The keeper decides leases and queues for the cluster, through its log; quiet for
+            // `idle` postings is quiet in the log.
+            timer = ServiceTimer(
+                store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
+                lastRequest: { cluster.lastApplied }, decides: { cluster.isKeeper }
+            ) { action in
+                guard cluster.isKeeper else { return false }
+                if case .failure(let error) = cluster.submitAndWait(Command(time: .now(), action)),
+                    error.code == .unavailable
+                {
+                    return false
+                }
+                return true
+            }
+            cluster.on(.init(cutOff: { hub.closeAll() }, keeper: { timer.reschedule() }))
+        } else {
+            timer = ServiceTimer(
+                store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
+                lastRequest: { counters.lastRequest })
+        }
         store.onTimerChange { timer.reschedule() }
         var builder = RouterBuilder()
         let metrics = RequestMetrics()
         ServiceAPI(
-            store: store, counters: counters, hub: hub, metrics: metrics, committer: committer,
-            maxStringBytes: config.effectiveMaxStringBytes
+            store: store, counters: counters, hub: hub, metrics: metrics, committer: committer, cluster: cluster,
+            maxStreams: config.maxStreams, maxStringBytes: config.effectiveMaxStringBytes
         )
         .register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
@@ -61,10 +88,7 @@ final class Server: Sendable {
         options.peerTimeout = .seconds(config.peerTimeout)
         options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
         let durable = committer != nil
-        self.daemon = try HTTPDaemon(options: options) { request in
-            counters.recordRequest()
-            // Quiet (for idle postings) counts from the moment the answer is ready, not from arrival.
-            defer { counters.recordActivity() }
+        let respond: @Sendable (HTTPRequest) -> HTTPResponse = { request in
             if let refusal = authenticator.refusal(for: request) { return refusal.response }
             var response = router.respond(to: request)
             // A successful write is answered once it is durable (reads answer at once).
@@ -75,7 +99,21 @@ final class Server: Sendable {
             }
             return response
         }
+        self.daemon = try HTTPDaemon(options: options) { request in
+            counters.recordRequest()
+            // Quiet (for idle postings) counts from the moment the answer is ready, not from arrival.
+            defer { counters.recordActivity() }
+            // A cluster node answers a read (and a token it does not know yet) once it has applied
+            // everything committed when the request arrived: read-your-writes across nodes.
+            if let cluster, Self.readsState(request) || authenticator.refusal(for: request)?.status == 401 {
+                let deferred = DeferredAnswer()
+                cluster.afterCatchingUp { deferred.resolve { respond(request) } }
+                return .deferred(deferred)
+            }
+            return respond(request)
+        }
         self.config = config
+        self.cluster = cluster
         self.store = store
         self.router = router
         self.timer = timer
@@ -84,10 +122,16 @@ final class Server: Sendable {
     /// The methods that change state (a HEAD is a read: it never waits for durability).
     private static let writes: Set<HTTPMethod> = [.post, .put, .patch, .delete]
 
+    /// Whether a request reads the service's state (an API read, an event stream).
+    private static func readsState(_ request: HTTPRequest) -> Bool {
+        (request.method == .get || request.method == .head) && request.path.hasPrefix("/v1/")
+    }
+
     /// Starts the committer, then listening (and the lease/heartbeat timer); returns the bound port.
     /// A durable store first applies `restart`: no stream is open any more, and leases count
     /// from now (a command like any other, so that a later start replays it too).
     func start() throws -> UInt16 {
+        try cluster?.start()
         committer?.start()
         if committer != nil { _ = try store.issue(.restart) }
         let port = try daemon.start()
@@ -101,6 +145,7 @@ final class Server: Sendable {
         daemon.stop()
         timer.stop()
         committer?.stop()
+        cluster?.stop()
     }
 
     /// Opens the data directory's database and rebuilds the store from it.

@@ -8,6 +8,11 @@ struct ServerConfig: Sendable {
     /// 0 lets the kernel choose (tests).
     var port: UInt16 = 8080
     var dataDir: String?
+    /// The cluster's PostgreSQL URL (`--cluster`): this node serves the cluster's state instead
+    /// of its own (excludes `dataDir`).
+    var cluster: String?
+    /// This node's name in the cluster (`--node-id`); nil: the host name and port.
+    var nodeID: String?
     /// How durable a commit is before its answers go (`full`: fsync each group commit).
     var sync = CommitSync.full
     var publicDir = "Public"
@@ -81,6 +86,13 @@ struct ServerConfig: Sendable {
             ("peer-timeout", peerTimeout), ("checkpoint-commands", checkpointCommands),
         ] where value < 1 {
             throw ConfigError("--\(name) must be at least 1")
+        }
+        if cluster != nil, dataDir != nil {
+            throw ConfigError("--cluster and --data-dir exclude each other: a cluster keeps its state in PostgreSQL")
+        }
+        if let cluster, cluster.isEmpty { throw ConfigError("--cluster must not be empty") }
+        if let nodeID, nodeID.isEmpty || nodeID.contains("#") {
+            throw ConfigError("--node-id must be a non-empty name without '#'")
         }
         if maxConnectionsPerAddress < 0 { throw ConfigError("--max-connections-per-address must be 0 or more") }
         if heartbeatInterval <= .zero || heartbeatInterval > .seconds(15) {

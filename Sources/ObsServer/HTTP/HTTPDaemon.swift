@@ -50,8 +50,11 @@ final class HTTPDaemon: Sendable {
     /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
     /// when stopped with suspended connections).
     private let streams = Locked(OpenStreams())
-    /// Connections suspended while their answer waits at the gate (`stop()` waits for them too).
+    /// Connections suspended while their answer waits at the gate or is deferred (`stop()`
+    /// waits for them too).
     private let held = Locked(0)
+    /// Deferred answers whose connections are parked (`stop()` gives up on those left).
+    private let parked = Locked<[ObjectIdentifier: DeferredAnswer]>([:])
     /// Notices stream clients that hang up.
     private let watcher: HangupWatcher
 
@@ -118,6 +121,7 @@ final class HTTPDaemon: Sendable {
         }
         if held.withLock({ $0 > 0 }) {
             options.gate?.abandon()
+            for answer in parked.withLock({ Array($0.values) }) { answer.resolve { nil } }
             let abandoned = ContinuousClock.now + .seconds(2)
             while held.withLock({ $0 > 0 }), ContinuousClock.now < abandoned { usleep(2_000) }
         }
@@ -190,6 +194,14 @@ final class HTTPDaemon: Sendable {
     /// Last call: the whole request is in; answer it (or hold the answer at the gate). Called
     /// once more after a held connection is resumed: the held answer goes then.
     private func finish(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
+        if let deferred = pending.deferred {
+            pending.deferred = nil
+            held.withLock { $0 -= 1 }
+            parked.withLock { $0[ObjectIdentifier(deferred)] = nil }
+            guard var answer = deferred.take()?() else { return .NO }
+            answer.route = pending.route
+            return answered(pending, answer, connection)
+        }
         if let answer = pending.held {
             pending.held = nil
             held.withLock { $0 -= 1 }
@@ -201,6 +213,10 @@ final class HTTPDaemon: Sendable {
             method: HTTPMethod(rawValue: pending.method), path: pending.path, rawQuery: queryArguments(connection),
             headers: pending.headers, body: pending.body)
         let answer = handler(request)
+        if let deferred = answer.deferred {
+            pending.route = answer.route
+            return awaitAnswer(deferred, pending, connection)
+        }
         if let ticket = answer.holdUntil, let gate = options.gate {
             let handle = ConnectionHandle(pointer: connection)
             pending.held = answer
@@ -217,6 +233,26 @@ final class HTTPDaemon: Sendable {
             case .passed: pending.held = nil
             }
         }
+        return answered(pending, answer, connection)
+    }
+
+    /// Parks the connection until a deferred answer is known (or answers at once if it is).
+    private func awaitAnswer(_ deferred: DeferredAnswer, _ pending: PendingRequest, _ connection: OpaquePointer)
+        -> MHD_Result
+    {
+        let handle = ConnectionHandle(pointer: connection)
+        pending.deferred = deferred
+        let ready = deferred.hold {
+            held.withLock { $0 += 1 }
+            parked.withLock { $0[ObjectIdentifier(deferred)] = deferred }
+            MHD_suspend_connection(connection)
+        } release: {
+            MHD_resume_connection(handle.pointer)
+        }
+        guard let ready else { return .YES }
+        pending.deferred = nil
+        guard var answer = ready() else { return .NO }
+        answer.route = pending.route
         return answered(pending, answer, connection)
     }
 
@@ -372,6 +408,9 @@ private final class PendingRequest: @unchecked Sendable {
     var held: HTTPResponse?
     /// The gate gave up on the held answer (shutdown): close without answering.
     var abandoned = false
+    /// The answer that comes later, while the connection is parked for it, and its route.
+    var deferred: DeferredAnswer?
+    var route = "unmatched"
     let started = ContinuousClock.now
 
     init(method: String, path: String) {

@@ -10,6 +10,8 @@ struct HTTPResponse: Sendable {
     var stream: (any StreamBody)?
     /// When set, the answer waits until the daemon's `ResponseGate` passes this ticket.
     var holdUntil: Int?
+    /// When set, the real answer comes later, from this (the rest of this response is unused).
+    var deferred: DeferredAnswer?
     /// Whether a successful answer to a write waits until what it reports is durable; false
     /// for writes that store nothing (a keepalive), so they go on while the disk refuses writes.
     var reportsDurableChange = true
@@ -51,6 +53,13 @@ struct HTTPResponse: Sendable {
         guard case .object(var members)? = try? JSONParser.parse(body) else { return }
         members[key] = value
         body = JSON.object(members).encoded()
+    }
+
+    /// An answer that `answer` provides later (see `DeferredAnswer`).
+    static func deferred(_ answer: DeferredAnswer) -> HTTPResponse {
+        var response = HTTPResponse(status: 0, contentType: "", body: [])
+        response.deferred = answer
+        return response
     }
 
     /// 204 No Content.

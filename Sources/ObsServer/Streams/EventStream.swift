@@ -20,6 +20,7 @@ final class EventStream: StreamBody {
         var heartbeatDue = false
         var token: Int?
         var wake: (@Sendable () -> Void)?
+        var abort: (@Sendable () -> Void)?
         var finished = false
     }
 
@@ -48,6 +49,7 @@ final class EventStream: StreamBody {
     func start(_ control: StreamControl) {
         let cursor = state.withLock { state in
             state.wake = control.wake
+            state.abort = control.abort
             return state.cursor
         }
         let reader = EventLog.Reader(wake: control.wake) { [counters] in
@@ -105,6 +107,11 @@ final class EventStream: StreamBody {
         }
         if let token { log.detach(token) }
         onFinish(self)
+    }
+
+    /// Closes the connection now.
+    func abort() {
+        state.withLock { $0.abort }?()
     }
 
     /// Asks for a `: keep-alive` comment if nothing else is sent first, and wakes the stream.

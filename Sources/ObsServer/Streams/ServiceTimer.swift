@@ -9,8 +9,18 @@ import ObservationCore
 /// command moved a lease or queued a posting). No polling: an idle server wakes once per
 /// heartbeat interval. What it decides to do is issued as commands (`expireLeases`,
 /// `deliverQueued`): lease deadlines and queue times are wall-clock times in the state.
+///
+/// `act` carries a command out and says whether it did. On a cluster node only the keeper
+/// does (through the cluster's log, waiting for it to be applied); the others leave leases
+/// and queues to it and wake only for heartbeats.
 final class ServiceTimer: Sendable {
+    /// Carries out a background command; false when it did not (not the keeper, no database).
+    typealias Act = @Sendable (Command.Action) -> Bool
+
     private let store: Store
+    private let act: Act
+    /// Whether this timer decides leases and queues (always on a single server).
+    private let decides: @Sendable () -> Bool
     private let hub: StreamHub
     private let heartbeatInterval: Duration
     private let lastRequest: @Sendable () -> ContinuousClock.Instant
@@ -24,10 +34,13 @@ final class ServiceTimer: Sendable {
 
     init(
         store: Store, hub: StreamHub, heartbeatInterval: Duration, idleQuiet: Duration,
-        lastRequest: @escaping @Sendable () -> ContinuousClock.Instant
+        lastRequest: @escaping @Sendable () -> ContinuousClock.Instant,
+        decides: @escaping @Sendable () -> Bool = { true }, act: Act? = nil
     ) {
         self.idleQuiet = idleQuiet
         self.store = store
+        self.decides = decides
+        self.act = act ?? { action in (try? store.issue(action)) != nil }
         self.hub = hub
         self.heartbeatInterval = heartbeatInterval
         self.lastRequest = lastRequest
@@ -57,6 +70,25 @@ final class ServiceTimer: Sendable {
         ContinuousClock.now + .milliseconds(time.milliseconds - Timestamp.now().milliseconds)
     }
 
+    /// Expires due leases and delivers due postings; returns when to look again.
+    private func decide() -> ContinuousClock.Instant {
+        var failed = false
+        if let lease = store.nextLeaseDeadline, lease <= Timestamp.now() { failed = !act(.expireLeases) || failed }
+        if store.oldestQueued(.asap) != nil { failed = !act(.deliverQueued(posting: "asap")) || failed }
+        var deadline = store.nextLeaseDeadline.map(Self.instant) ?? .now + heartbeatInterval
+        if let oldest = store.oldestQueued(.idle) {
+            let due = min(Self.instant(oldest) + Self.idleMaxDelay, lastRequest() + idleQuiet)
+            if due <= ContinuousClock.now {
+                failed = !act(.deliverQueued(posting: "idle")) || failed
+            } else {
+                deadline = min(deadline, due)
+            }
+        }
+        // A command that could not be carried out (the cluster's database is away) is tried
+        // again in a second, not in a loop.
+        return failed ? max(deadline, .now + .seconds(1)) : deadline
+    }
+
     private func run() {
         var nextHeartbeat = ContinuousClock.now + heartbeatInterval
         while !state.withLock({ $0.stopped }) {
@@ -65,17 +97,8 @@ final class ServiceTimer: Sendable {
                 hub.heartbeat()
                 nextHeartbeat = now + heartbeatInterval
             }
-            if let lease = store.nextLeaseDeadline, lease <= Timestamp.now() { store.expireLeases() }
-            if store.oldestQueued(.asap) != nil { store.flushQueued(.asap) }
-            var deadline = min(nextHeartbeat, store.nextLeaseDeadline.map(Self.instant) ?? nextHeartbeat)
-            if let oldest = store.oldestQueued(.idle) {
-                let due = min(Self.instant(oldest) + Self.idleMaxDelay, lastRequest() + idleQuiet)
-                if due <= ContinuousClock.now {
-                    store.flushQueued(.idle)
-                } else {
-                    deadline = min(deadline, due)
-                }
-            }
+            var deadline = nextHeartbeat
+            if decides() { deadline = min(deadline, decide()) }
             condition.lock()
             if !state.withLock({ $0.rescheduled }), deadline > ContinuousClock.now {
                 _ = condition.wait(

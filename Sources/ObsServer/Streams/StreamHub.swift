@@ -13,6 +13,14 @@ final class StreamHub: Sendable {
         streams.withLock { $0[ObjectIdentifier(stream)] = nil }
     }
 
+    /// The streams open on this server.
+    var count: Int { streams.withLock { $0.count } }
+
+    /// Closes every stream now (a cluster node that lost its registration: clients resume elsewhere).
+    func closeAll() {
+        for stream in streams.withLock({ Array($0.values) }) { stream.abort() }
+    }
+
     /// Sends a keep-alive comment on every stream that has nothing else to send.
     func heartbeat() {
         for stream in streams.withLock({ Array($0.values) }) { stream.heartbeat() }

@@ -108,7 +108,9 @@ extension Command.Action {
             ]
         case .expireLeases, .restart: []
         case .deliverQueued(let posting): [("posting", .string(posting))]
-        case .openStream(let observer), .closeStream(let observer): [("observer", observer.map(JSON.string))]
+        case .openStream(let observer, let holder), .closeStream(let observer, let holder):
+            [("observer", observer.map(JSON.string)), ("holder", holder.map(JSON.string))]
+        case .nodeDown(let holder): [("holder", .string(holder))]
         }
     }
 
@@ -168,9 +170,14 @@ extension Command.Action {
                 coalesce: try fields.strings("coalesce"))
         case "expireLeases": self = .expireLeases
         case "deliverQueued": self = .deliverQueued(posting: try fields.string("posting"))
-        case "openStream": self = .openStream(observer: try fields.optionalString("observer"))
-        case "closeStream": self = .closeStream(observer: try fields.optionalString("observer"))
+        case "openStream":
+            self = .openStream(
+                observer: try fields.optionalString("observer"), holder: try fields.optionalString("holder"))
+        case "closeStream":
+            self = .closeStream(
+                observer: try fields.optionalString("observer"), holder: try fields.optionalString("holder"))
         case "restart": self = .restart
+        case "nodeDown": self = .nodeDown(holder: try fields.string("holder"))
         default: throw CommandDecodingError(description: "unknown command '\(kind)'")
         }
     }

@@ -56,10 +56,14 @@ public struct Command: Sendable, Equatable {
         /// Delivers the queued postings of a style (`asap`, `idle`), each under its own revision.
         case deliverQueued(posting: String)
         /// A stream of an observer (nil: the admin stream) opened or closed; holds or releases its lease.
-        case openStream(observer: String?)
-        case closeStream(observer: String?)
+        /// `holder`: the cluster node (and incarnation) serving it; nil on a single server, where
+        /// opening also counts the stream against `maxStreams` (a cluster node counts its own).
+        case openStream(observer: String?, holder: String?)
+        case closeStream(observer: String?, holder: String?)
         /// The server started on this state: leases count anew from now, no stream is open.
         case restart
+        /// A cluster node (incarnation) is gone: the streams it held close, their leases restart.
+        case nodeDown(holder: String)
     }
 }
 
@@ -96,6 +100,7 @@ extension Command.Action {
         case .openStream: "openStream"
         case .closeStream: "closeStream"
         case .restart: "restart"
+        case .nodeDown: "nodeDown"
         }
     }
 
@@ -103,7 +108,7 @@ extension Command.Action {
     /// directory cannot take writes). Background changes and stream bookkeeping go on.
     public var isClientWrite: Bool {
         switch self {
-        case .keepalive, .expireLeases, .deliverQueued, .openStream, .closeStream, .restart: false
+        case .keepalive, .expireLeases, .deliverQueued, .openStream, .closeStream, .restart, .nodeDown: false
         default: true
         }
     }

@@ -14,6 +14,8 @@ struct ObserverRecord: Sendable {
     var lastEventID: Int
     /// Open event streams.
     var streams = 0
+    /// Of those, the ones each cluster node holds (by node and incarnation).
+    var holders: [String: Int] = [:]
     /// When the lease runs out; nil while a stream is connected.
     var expiresAt: Timestamp?
 }

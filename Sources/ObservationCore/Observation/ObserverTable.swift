@@ -10,6 +10,8 @@ struct ObserverTable: Sendable {
     private(set) var leases = DeadlineHeap<Int64>()
     /// Open event streams, the admin stream included.
     private(set) var streams = 0
+    /// Admin streams per cluster node (observers' streams are counted in their records).
+    private var adminHolders: [String: Int] = [:]
 
     var count: Int { observers.count }
 
@@ -39,10 +41,12 @@ struct ObserverTable: Sendable {
         if let deadline = record.expiresAt { leases.schedule(record.id, at: deadline.milliseconds) }
     }
 
-    /// Takes an observer out (its streams, if any, stay counted until they close).
+    /// Takes an observer out (its streams, if any, stay counted until they close; those of
+    /// cluster nodes stop counting now, and their closes change nothing).
     @discardableResult
     mutating func remove(_ id: String) -> ObserverRecord? {
         guard let record = observers.removeValue(forKey: id) else { return nil }
+        streams = max(0, streams - record.holders.values.reduce(0, +))
         byTokenHash[record.tokenHash] = nil
         leases.cancel(id)
         return record
@@ -73,14 +77,16 @@ struct ObserverTable: Sendable {
     /// The earliest lease deadline.
     var nextLeaseDeadline: Timestamp? { leases.first.map { Timestamp(milliseconds: $0.deadline) } }
 
-    /// Counts a new stream of `id` (nil: the admin stream); it holds the observer's lease.
-    mutating func openStream(of id: String?, limit: Int) throws(CoreError) -> EventLog? {
+    /// Counts a new stream of `id` (nil: the admin stream), held by cluster node `holder` (nil:
+    /// this server); it holds the observer's lease.
+    mutating func openStream(of id: String?, holder: String?, limit: Int) throws(CoreError) -> EventLog? {
         guard streams < limit else {
             throw CoreError(
                 .limitExceeded, "the server holds its limit of \(limit) event streams", details: ["limit": .int(limit)])
         }
         guard let id else {
             streams += 1
+            if let holder { adminHolders[holder, default: 0] += 1 }
             return nil
         }
         guard observers[id] != nil else { throw CoreError.notFound("observer", id) }
@@ -88,32 +94,64 @@ struct ObserverTable: Sendable {
         leases.cancel(id)
         return observers.inPlace(id) { record in
             record.streams += 1
+            if let holder { record.holders[holder, default: 0] += 1 }
             record.expiresAt = nil
             return record.log
         }
     }
 
     /// Counts a stream as closed; the last one of an observer restarts its lease at `time`.
-    mutating func closeStream(of id: String?, at time: Timestamp) {
-        streams = max(0, streams - 1)
-        guard let id else { return }
-        let deadline: Int64? =
-            observers.inPlace(id) { record in
-                record.streams = max(0, record.streams - 1)
-                guard record.streams == 0 else { return nil }
+    /// A holder's close after its `nodeDown` (or of a stream it never opened) changes nothing.
+    mutating func closeStream(of id: String?, holder: String?, at time: Timestamp) {
+        guard let id else {
+            if let holder {
+                guard let held = adminHolders[holder] else { return }
+                adminHolders[holder] = held > 1 ? held - 1 : nil
+            }
+            streams = max(0, streams - 1)
+            return
+        }
+        let closed: (counted: Bool, deadline: Int64?)? = observers.inPlace(id) { record in
+            if let holder {
+                guard let held = record.holders[holder] else { return (false, nil) }
+                record.holders[holder] = held > 1 ? held - 1 : nil
+            }
+            record.streams = max(0, record.streams - 1)
+            guard record.streams == 0 else { return (true, nil) }
+            let deadline = time.milliseconds + Int64(record.lease) * 1000
+            record.expiresAt = Timestamp(milliseconds: deadline)
+            return (true, deadline)
+        }
+        // A stream of an observer removed since still counts until it closes (as on one server).
+        if closed?.counted ?? (holder == nil) { streams = max(0, streams - 1) }
+        if let deadline = closed?.deadline { leases.schedule(id, at: deadline) }
+    }
+
+    /// Cluster node `holder` is gone: every stream it held closes at `time` (observers in id order).
+    mutating func nodeDown(_ holder: String, at time: Timestamp) {
+        if let held = adminHolders.removeValue(forKey: holder) { streams = max(0, streams - held) }
+        for id in ids {
+            let closed: (held: Int, deadline: Int64?)? = observers.inPlace(id) { record in
+                guard let held = record.holders.removeValue(forKey: holder) else { return (0, nil) }
+                record.streams = max(0, record.streams - held)
+                guard record.streams == 0 else { return (held, nil) }
                 let deadline = time.milliseconds + Int64(record.lease) * 1000
                 record.expiresAt = Timestamp(milliseconds: deadline)
-                return deadline
-            } ?? nil
-        if let deadline { leases.schedule(id, at: deadline) }
+                return (held, deadline)
+            }
+            streams = max(0, streams - (closed?.held ?? 0))
+            if let deadline = closed?.deadline { leases.schedule(id, at: deadline) }
+        }
     }
 
     /// After a start: no stream is open, and every lease counts from `time`.
     mutating func restart(at time: Timestamp) {
         streams = 0
+        adminHolders = [:]
         for id in ids {
             let deadline: Int64? = observers.inPlace(id) { record in
                 record.streams = 0
+                record.holders = [:]
                 let deadline = time.milliseconds + Int64(record.lease) * 1000
                 record.expiresAt = Timestamp(milliseconds: deadline)
                 return deadline

@@ -89,13 +89,22 @@ extension Store {
 
     /// Opens an event stream on an observer's log (nil: the admin log). Close it with `closeStream`.
     public func openStream(of observerID: String?) throws(CoreError) -> EventLog {
-        expected(try issue(.openStream(observer: observerID))) {
+        expected(try issue(.openStream(observer: observerID, holder: nil))) {
             if case .streamOpened(let log) = $0 { log } else { nil }
         }
     }
 
+    /// The log an observer's streams read (nil: the admin log), without opening a stream (a
+    /// cluster node opens streams through the cluster's log).
+    public func eventLog(of observerID: String?) throws(CoreError) -> EventLog {
+        try state.withLock { state throws(CoreError) in
+            guard let observerID else { return state.adminLog }
+            return try state.observers.existing(observerID).log
+        }
+    }
+
     public func closeStream(of observerID: String?) {
-        _ = try? issue(.closeStream(observer: observerID))
+        _ = try? issue(.closeStream(observer: observerID, holder: nil))
     }
 
     /// What a client that fell out of the replay buffer needs to rebuild its state: one

@@ -71,10 +71,14 @@ extension StoreState {
             return .expired(expireLeases(at: time))
         case .deliverQueued(let posting):
             return .delivered(try deliverQueued(posting))
-        case .openStream(let observer):
-            return .streamOpened(try openStream(of: observer))
-        case .closeStream(let observer):
-            closeStream(of: observer, at: time)
+        case .openStream(let observer, let holder):
+            return .streamOpened(try openStream(of: observer, holder: holder))
+        case .closeStream(let observer, let holder):
+            closeStream(of: observer, holder: holder, at: time)
+            return .done
+        case .nodeDown(let holder):
+            observers.nodeDown(holder, at: time)
+            effects.timerMustLook = true
             return .done
         case .restart:
             observers.restart(at: time)

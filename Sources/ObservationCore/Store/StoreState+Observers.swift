@@ -81,14 +81,16 @@ extension StoreState {
     // MARK: Streams
 
     /// Counts a new event stream of `observerID` (nil: the admin stream); it holds the lease.
-    mutating func openStream(of observerID: String?) throws(CoreError) -> EventLog {
-        let log = try observers.openStream(of: observerID, limit: limits.maxStreams)
+    /// A cluster node's stream (`holder`) is not counted against `maxStreams`: each node limits its own.
+    mutating func openStream(of observerID: String?, holder: String?) throws(CoreError) -> EventLog {
+        let log = try observers.openStream(
+            of: observerID, holder: holder, limit: holder == nil ? limits.maxStreams : .max)
         return log ?? adminLog
     }
 
     /// Counts a stream as closed; the last one to close restarts the lease.
-    mutating func closeStream(of observerID: String?, at time: Timestamp) {
-        observers.closeStream(of: observerID, at: time)
+    mutating func closeStream(of observerID: String?, holder: String?, at time: Timestamp) {
+        observers.closeStream(of: observerID, holder: holder, at: time)
         if observerID != nil { effects.timerMustLook = true }
     }
 }

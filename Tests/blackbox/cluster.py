@@ -1,0 +1,156 @@
+"""A real cluster for the black-box tests: a private PostgreSQL on a free loopback port, obs-server
+nodes started with --cluster, and nginx as a round-robin load balancer in front of them. Everything
+is started here and stopped by PID; the Debian packages (postgresql, nginx) come from `make test`."""
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from conftest import ServerProcess, free_port
+
+
+def postgres_bin():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        raise RuntimeError("PostgreSQL is not installed (make test installs the postgresql package)")
+    return Path(found[-1]).parent
+
+
+class Postgres:
+    """A throw-away PostgreSQL cluster owned by the `postgres` user when run as root (initdb refuses root)."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.directory = Path(tempfile.mkdtemp(prefix="obs-pg-"))
+        self.data = self.directory / "data"
+        self.bin = postgres_bin()
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            shutil.chown(self.directory, "postgres")
+
+    @property
+    def url(self):
+        return f"postgres://obs@127.0.0.1:{self.port}/postgres"
+
+    def start(self):
+        if not self.data.exists():
+            subprocess.run(self.as_user + [str(self.bin / "initdb"), "-D", str(self.data), "--no-sync", "-A", "trust",
+                                           "-U", "obs"], check=True, stdout=subprocess.DEVNULL)
+        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c max_connections=100"
+        subprocess.run(self.as_user + [str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l",
+                                       str(self.directory / "log"), "-w", "-t", "30", "start"],
+                       check=True, stdout=subprocess.DEVNULL)
+        return self
+
+    def stop(self, mode="fast"):
+        subprocess.run(self.as_user + [str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def sql(self, statement):
+        """Runs SQL through psql; returns its unaligned output."""
+        result = subprocess.run(["psql", self.url, "-XAtq", "-c", statement], capture_output=True, text=True,
+                                check=True)
+        return result.stdout.strip()
+
+    def remove(self):
+        self.stop("immediate")
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class LoadBalancer:
+    """nginx, round robin over the nodes, unbuffered (event streams pass through as they come)."""
+
+    def __init__(self, nodes):
+        self.port = free_port()
+        self.directory = Path(tempfile.mkdtemp(prefix="obs-nginx-"))
+        servers = "\n".join(f"        server 127.0.0.1:{node.port} max_fails=0;" for node in nodes)
+        (self.directory / "nginx.conf").write_text(f"""
+worker_processes 1;
+daemon off;
+pid {self.directory}/nginx.pid;
+error_log {self.directory}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {self.directory}/body;
+    proxy_temp_path {self.directory}/proxy;
+    fastcgi_temp_path {self.directory}/fastcgi;
+    uwsgi_temp_path {self.directory}/uwsgi;
+    scgi_temp_path {self.directory}/scgi;
+    upstream obs {{
+{servers}
+        keepalive 16;
+    }}
+    server {{
+        listen 127.0.0.1:{self.port};
+        location / {{
+            proxy_pass http://obs;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_read_timeout 1h;
+            proxy_next_upstream error timeout;
+        }}
+    }}
+}}
+""")
+        self.process = None
+        self.host = "127.0.0.1"
+        self.token = None
+
+    def start(self):
+        self.process = subprocess.Popen(["nginx", "-p", str(self.directory), "-c", str(self.directory / "nginx.conf")],
+                                        stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                status, _ = ServerProcess.request(self, "GET", "/healthz")
+                if status == 200:
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not come up")
+
+    # The balancer speaks HTTP like a node: reuse the node's client methods.
+    connection = ServerProcess.connection
+    request = ServerProcess.request
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class Cluster:
+    """PostgreSQL, `size` nodes (n1, n2, …) and the balancer."""
+
+    def __init__(self, size=3, node_args=()):
+        self.postgres = Postgres().start()
+        self.node_args = list(node_args)
+        self.nodes = [self.node(f"n{index + 1}") for index in range(size)]
+        for node in self.nodes:
+            node.start(timeout=30)
+        self.balancer = LoadBalancer(self.nodes).start()
+
+    def node(self, name):
+        return ServerProcess("--cluster", self.postgres.url, "--node-id", name, "--heartbeat-interval", "1",
+                             *self.node_args)
+
+    def restart(self, index):
+        """Starts node `index` again on its port, as the same node id."""
+        old = self.nodes[index]
+        node = self.node(old.args[3])
+        node.port = old.port
+        self.nodes[index] = node
+        return node.start(timeout=30)
+
+    def stop(self):
+        self.balancer.stop()
+        for node in self.nodes:
+            node.stop()
+        self.postgres.remove()

@@ -1,0 +1,214 @@
+"""Section 11: many obs-server nodes on one PostgreSQL, behind nginx, serve one service."""
+
+import json
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from cluster import Cluster
+from conftest import EventStreamReader
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    cluster = Cluster(size=3)
+    yield cluster
+    cluster.stop()
+
+
+class RawStream(EventStreamReader):
+    """An event stream that also keeps each event's data exactly as sent (for byte comparisons)."""
+
+    def __init__(self, server, path, last_event_id=None):
+        self.raw = []
+        if last_event_id is not None:
+            path += ("&" if "?" in path else "?") + f"lastEventId={last_event_id}"
+        super().__init__(server, path)
+
+    def _read(self):
+        event, event_id, data = "message", None, []
+        try:
+            while True:
+                line = self.response.readline()
+                if not line:
+                    return
+                line = line.decode().rstrip("\r\n")
+                if not line:
+                    if data:
+                        self.raw.append((event, event_id, "\n".join(data)))
+                        self.events.append((event, event_id, json.loads("\n".join(data))))
+                    event, event_id, data = "message", None, []
+                elif line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("id: "):
+                    event_id = int(line[4:])
+                elif line.startswith("data: "):
+                    data.append(line[6:])
+        except Exception:  # closed (a killed node, the test's close)
+            pass
+
+
+def ok(status, body, expected=(200, 201, 202, 204)):
+    assert status in expected, (status, body)
+    return body
+
+
+def wait_until(predicate, timeout=15, message="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{message} not reached in {timeout} s")
+
+
+def test_a_write_on_one_node_is_read_on_another_at_once(cluster):
+    a, b, c = cluster.nodes
+    ok(*a.request("POST", "/v1/objects", {"id": "ryw", "values": {"n": 0}}))
+    for n in range(1, 101):
+        writer, reader = random.sample([a, b, c], 2)
+        revision = ok(*writer.request("PUT", "/v1/objects/ryw/values/n", {"value": n}))["revision"]
+        status, body = reader.request("GET", "/v1/objects/ryw")
+        assert status == 200 and body["values"]["n"] == n and body["revision"] >= revision, (n, body)
+
+
+def test_concurrent_writers_on_every_node_get_one_total_order(cluster):
+    admin = [RawStream(node, "/v1/events") for node in cluster.nodes]
+    for index in range(3):
+        ok(*cluster.nodes[index].request("POST", "/v1/objects", {"id": f"order{index}", "values": {"n": 0}}))
+    revisions = []
+    lock = threading.Lock()
+
+    def writer(index):
+        node = cluster.nodes[index % 3]
+        connection = node.connection()
+        for n in range(40):
+            status, body = node.request("PUT", f"/v1/objects/order{n % 3}/values/n", {"value": n}, connection=connection)
+            assert status == 200, body
+            with lock:
+                revisions.append(body["revision"])
+        connection.close()
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(writer, range(6)))
+    assert len(revisions) == len(set(revisions)) == 240, "every 2xx revision is unique"
+    last = max(revisions)
+    for stream in admin:
+        stream.wait_for(lambda event, _id, data: data.get("revision") == last, timeout=15)
+    time.sleep(0.3)
+    sequences = [[item for item in stream.raw if item[0] == "change"] for stream in admin]
+    assert sequences[0] == sequences[1] == sequences[2], "every node's admin stream: same ids, same bytes"
+    seen = [json.loads(data)["revision"] for _, _, data in sequences[0]]
+    assert seen == sorted(seen)
+    for stream in admin:
+        stream.close()
+
+
+def test_identical_registrations_racing_over_the_nodes_give_one_201(cluster):
+    ok(*cluster.balancer.request("POST", "/v1/objects", {"id": "race", "values": {"x": 1}}))
+    observer = ok(*cluster.balancer.request("POST", "/v1/observers", {"lease": 60}))["id"]
+
+    def register(index):
+        return cluster.nodes[index % 3].request(
+            "POST", f"/v1/observers/{observer}/observations", {"object": "race", "keyPaths": ["x"]})[0]
+
+    with ThreadPoolExecutor(10) as pool:
+        statuses = list(pool.map(register, range(50)))
+    assert statuses.count(201) == 1 and statuses.count(200) == 49, statuses
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_stream_resumed_on_another_node_after_kill_9_has_no_gap_and_no_duplicate(cluster, seed):
+    chance = random.Random(seed)
+    a, b, c = cluster.nodes
+    balancer = cluster.balancer
+    boss, emp = f"boss{seed}", f"emp{seed}"
+    ok(*balancer.request("POST", "/v1/objects", {"id": boss, "values": {"name": "Ann"}}))
+    ok(*balancer.request("POST", "/v1/objects", {"id": emp, "values": {"boss": {"$ref": boss}, "tags": []}}))
+    observer = ok(*balancer.request("POST", "/v1/observers", {"lease": 60}))["id"]
+    ok(*balancer.request("POST", f"/v1/observers/{observer}/observations",
+                         {"object": emp, "keyPaths": ["boss.name", "tags"], "options": ["new", "old", "prior"]}))
+    path = f"/v1/observers/{observer}/events"
+    on_a = RawStream(a, path)
+    control = RawStream(c, path)
+    stop = threading.Event()
+    written = []
+
+    def write():
+        connection = balancer.connection()
+        n = 0
+        while not stop.is_set():
+            n += 1
+            if n % 3 == 0:
+                status, body = balancer.request("POST", f"/v1/objects/{emp}/values/tags/mutations",
+                                                {"kind": "insertion", "indexes": [0], "values": [n]},
+                                                connection=connection)
+            else:
+                status, body = balancer.request("PATCH", f"/v1/objects/{boss}", {"values": {"name": f"n{n}"}},
+                                                connection=connection)
+            if status in (200, 201):
+                written.append(body["revision"])
+            elif status != 502:  # the balancer's answer for the killed node's in-flight request
+                connection.close()
+                connection = balancer.connection()
+        connection.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    time.sleep(chance.uniform(0.5, 1.5))
+    a.kill()
+    got = [item for item in on_a.raw]
+    last_id = max((item[1] for item in got if item[1] is not None), default=0)
+    resumed = RawStream(b, path, last_event_id=last_id)
+    time.sleep(1.0)
+    stop.set()
+    writer.join()
+    wait_until(lambda: control.raw and max(i or 0 for _, i, _ in control.raw) ==
+               max(i or 0 for _, i, _ in resumed.raw + [("", last_id, "")]), timeout=15,
+               message="the resumed stream catching up with the control stream")
+    combined = [item for item in got if item[1] is not None and item[1] <= last_id] + \
+               [item for item in resumed.raw if item[1] is not None]
+    ids = [item[1] for item in combined]
+    assert ids == list(range(1, len(ids) + 1)), "no gap, no duplicate"
+    assert last_id > 0 and len(ids) > last_id, "events before the kill and after the resume"
+    control_events = [item for item in control.raw if item[1] is not None]
+    assert combined == control_events, "byte-identical to a stream that never moved"
+    for stream in (on_a, control, resumed):
+        stream.close()
+    cluster.restart(0)
+
+
+def test_a_lease_expires_exactly_once_when_the_node_holding_its_stream_is_killed(cluster):
+    a, b, c = cluster.nodes
+    admin_b = RawStream(b, "/v1/events")
+    admin_c = RawStream(c, "/v1/events")
+    observer = ok(*a.request("POST", "/v1/observers", {"lease": 2}))["id"]
+    stream = RawStream(a, f"/v1/observers/{observer}/events")
+    wait_until(lambda: ok(*b.request("GET", f"/v1/observers/{observer}"))["streams"] == 1,
+               message="the stream counted cluster-wide")
+    time.sleep(2.5)
+    assert ok(*c.request("GET", f"/v1/observers/{observer}"))["streams"] == 1, "a held lease does not run"
+    a.kill()
+    removed = lambda e, i, d: e == "observerRemoved" and d.get("observer") == observer
+    got_b = admin_b.wait_for(removed, timeout=20)
+    got_c = admin_c.wait_for(removed, timeout=5)
+    assert got_b[2]["reason"] == "expired" and got_b == got_c, "the same event, with the same id, on every node"
+    time.sleep(1.5)
+    assert [item for item in admin_b.events if removed(*item)] == [got_b], "exactly once"
+    for s in (admin_b, admin_c, stream):
+        s.close()
+    cluster.restart(0)
+
+
+def test_every_node_reports_its_cluster_figures(cluster):
+    for node in cluster.nodes:
+        # Live nodes are counted once a second (a restarted node shows within it).
+        wait_until(lambda: ok(*node.request("GET", "/v1/stats"))["cluster"]["nodes"] == 3, timeout=5,
+                   message="three live nodes")
+        figures = ok(*node.request("GET", "/v1/stats"))["cluster"]
+        assert figures["applied"] == figures["head"] > 0, figures
+    names = {ok(*node.request("GET", "/v1/stats"))["cluster"]["node"] for node in cluster.nodes}
+    assert names == {"n1", "n2", "n3"}
