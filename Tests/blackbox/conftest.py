@@ -114,10 +114,12 @@ def server_factory():
 
 
 class EventStreamReader:
-    """Reads one SSE stream in a thread; `events` collects (event, id, data) as they arrive."""
+    """Reads one SSE stream in a thread; `events` collects (event, id, data) as they arrive, and
+    `raw` the same with each event's data exactly as sent (for byte comparisons)."""
 
     def __init__(self, server, path):
         self.events = []
+        self.raw = []
         self.comments = 0  # `: …` lines (keep-alives) seen so far
         self.error = None
         self.connection = server.connection(timeout=60)
@@ -140,6 +142,7 @@ class EventStreamReader:
                 line = line.decode().rstrip("\r\n")
                 if not line:
                     if data:
+                        self.raw.append((event, event_id, "\n".join(data)))
                         self.events.append((event, event_id, json.loads("\n".join(data))))
                     event, event_id, data = "message", None, []
                 elif line.startswith("event: "):
