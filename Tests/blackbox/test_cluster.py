@@ -187,3 +187,109 @@ def test_every_node_reports_its_cluster_figures(cluster):
         assert figures["applied"] == figures["head"] > 0, figures
     names = {ok(*node.request("GET", "/v1/stats"))["cluster"]["node"] for node in cluster.nodes}
     assert names == {"n1", "n2", "n3"}
+
+
+def test_a_node_cut_off_from_postgres_closes_its_streams_answers_503_and_recovers(cluster):
+    postgres = cluster.postgres
+    postgres.sql("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'cutoff') THEN "
+                 "CREATE ROLE cutoff LOGIN SUPERUSER; END IF; END $$")
+    node = cluster.node("n4")
+    node.args[1] = postgres.url.replace("obs@", "cutoff@")
+    node.start(timeout=30)
+    try:
+        observer = ok(*node.request("POST", "/v1/observers", {"lease": 60}))["id"]
+        stream = RawStream(node, f"/v1/observers/{observer}/events")
+        wait_until(lambda: ok(*cluster.nodes[0].request("GET", f"/v1/observers/{observer}"))["streams"] == 1)
+        postgres.sql("ALTER ROLE cutoff NOLOGIN")
+        postgres.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cutoff'")
+        stream.thread.join(timeout=10)
+        assert not stream.thread.is_alive(), "the node closed its stream"
+        wait_until(lambda: node.request("GET", "/healthz")[0] == 503, timeout=10, message="/healthz 503")
+        connection = node.connection()
+        connection.request("PUT", "/v1/objects/nowhere/values/x", body=json.dumps({"value": 1}),
+                           headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        body = json.loads(response.read())
+        assert response.status == 503 and body["error"]["code"] == "unavailable", body
+        assert response.getheader("Retry-After") == "1"
+        connection.close()
+        wait_until(lambda: ok(*cluster.nodes[1].request("GET", f"/v1/observers/{observer}"))["streams"] == 0,
+                   message="the keeper reporting the cut-off node down")
+        postgres.sql("ALTER ROLE cutoff LOGIN")
+        wait_until(lambda: node.request("GET", "/healthz")[0] == 200, timeout=20, message="the node rejoining")
+        revision = ok(*node.request("PUT", f"/v1/objects/ryw/values/n", {"value": -1}))["revision"]
+        assert ok(*cluster.nodes[2].request("GET", "/v1/objects/ryw"))["revision"] >= revision
+    finally:
+        node.stop()
+
+
+def test_answers_survive_a_terminated_appender_and_no_503_takes_effect(cluster):
+    a = cluster.nodes[0]
+    ok(*a.request("POST", "/v1/objects", {"id": "doubt", "values": {}}))
+    results = {}
+    stop = threading.Event()
+
+    def writer(index):
+        connection = a.connection()
+        n = 0
+        while not stop.is_set():
+            key = f"w{index}k{n}"
+            n += 1
+            try:
+                status, _ = a.request("PATCH", "/v1/objects/doubt", {"values": {key: n}}, connection=connection)
+            except OSError:
+                connection.close()
+                connection = a.connection()
+                continue  # no answer: either outcome is allowed
+            results[key] = status
+        connection.close()
+
+    threads = [threading.Thread(target=writer, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for _ in range(5):
+        time.sleep(0.3)
+        cluster.postgres.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE application_name = 'obs n1 appender'")
+    time.sleep(0.3)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    values = ok(*cluster.nodes[2].request("GET", "/v1/objects/doubt"))["values"]
+    answered = [key for key, status in results.items() if status == 200]
+    refused = [key for key, status in results.items() if status == 503]
+    assert answered, results
+    assert set(results.values()) <= {200, 503}, set(results.values())
+    assert all(key in values for key in answered), "every 2xx is in the log"
+    assert not any(key in values for key in refused), "nothing answered 503 took effect"
+
+
+def test_acknowledged_writes_survive_killing_every_node_and_postgres(cluster):
+    balancer = cluster.balancer
+    ok(*balancer.request("POST", "/v1/objects", {"id": "durable", "values": {"n": 0}}))
+    observer = ok(*balancer.request("POST", "/v1/observers", {"lease": 600}))["id"]
+    ok(*balancer.request("POST", f"/v1/observers/{observer}/observations",
+                         {"object": "durable", "keyPaths": ["n"], "options": ["new"]}))
+    connection = balancer.connection()
+    last = 0
+    for n in range(1, 1001):
+        last = ok(*balancer.request("PUT", "/v1/objects/durable/values/n", {"value": n}, connection=connection))[
+            "revision"]
+    connection.close()
+    before = ok(*cluster.nodes[0].request("GET", f"/v1/observers/{observer}"))["lastEventId"]
+    for node in cluster.nodes:
+        node.kill()
+    cluster.postgres.stop("immediate")
+    cluster.postgres.start()
+    for index in range(3):
+        cluster.restart(index)
+    for node in cluster.nodes:
+        body = ok(*node.request("GET", "/v1/objects/durable"))
+        assert body["values"]["n"] == 1000 and body["revision"] == last, body
+        assert ok(*node.request("GET", f"/v1/observers/{observer}"))["lastEventId"] == before
+    after = ok(*cluster.nodes[1].request("PUT", "/v1/objects/durable/values/n", {"value": 1001}))["revision"]
+    assert after == last + 1, "revisions continue"
+    stream = RawStream(cluster.nodes[2], f"/v1/observers/{observer}/events", last_event_id=before)
+    event = stream.wait_for(lambda e, i, d: e == "change", timeout=10)
+    assert event[1] == before + 1 and event[2]["new"] == 1001, "event ids are never reused"
+    stream.close()

@@ -59,7 +59,12 @@ final class ClusterNode: Sendable {
         /// Reads waiting for the tailer's next complete read.
         var barriers: [Callback] = []
         /// This incarnation's name in stream commands and log rows; nil while not registered.
-        var tag: String?
+        var tag: String? {
+            didSet { if let tag { ownTags.insert(tag) } }
+        }
+        /// Every incarnation of this process: its log rows answer its waiters (an append made
+        /// before it registered again is applied after).
+        var ownTags: Set<String> = []
         var tailerConnected = false
         /// The first complete read of the log is done (the replica has caught up once).
         var caughtUp = false
@@ -297,7 +302,9 @@ final class ClusterNode: Sendable {
 
     /// The connection broke during an append: whether it committed is unknown. Once the old
     /// server process is gone (so it cannot commit later), the commands found in the log are
-    /// left to the tailer (their answers come from applying them); the others never happened.
+    /// left to the tailer (their answers come from applying them); the others never happened,
+    /// and go back to the front of the queue (their origins are unique: a retry cannot apply
+    /// twice). Only a node that cannot reach the database answers 503.
     private func resolveInDoubt(_ batch: [(origin: Int, command: String)], as tag: String, lostBackend: Int32) {
         var backoff = Duration.milliseconds(50)
         while !state.withLock({ $0.stopping }) {
@@ -314,7 +321,9 @@ final class ClusterNode: Sendable {
                     try connection.query(
                         "SELECT origin FROM obs_log WHERE node = $1 AND origin = ANY($2::bigint[])", [tag, origins]
                     ).compactMap { $0[0].flatMap { Int($0) } })
-                fail(batch.map(\.origin).filter { !found.contains($0) }, "the cluster's database connection was lost")
+                let retry = batch.filter { !found.contains($0.origin) }
+                state.withLock { $0.queue.insert(contentsOf: retry, at: 0) }
+                if !retry.isEmpty { appendSignal.signal() }
                 if !found.isEmpty { wakeTailer() }
                 return
             } catch {
@@ -412,7 +421,7 @@ final class ClusterNode: Sendable {
                 let waiter = state.withLock { state in
                     state.lastApplied = .now
                     state.head = max(state.head, seq)
-                    return node == state.tag ? state.waiters.removeValue(forKey: origin) : nil
+                    return state.ownTags.contains(node) ? state.waiters.removeValue(forKey: origin) : nil
                 }
                 waiter?.resolve(result)
             }
