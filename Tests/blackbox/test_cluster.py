@@ -1,7 +1,9 @@
 """Section 11: many obs-server nodes on one PostgreSQL, behind nginx, serve one service."""
 
 import json
+import os
 import random
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -293,3 +295,94 @@ def test_acknowledged_writes_survive_killing_every_node_and_postgres(cluster):
     event = stream.wait_for(lambda e, i, d: e == "change", timeout=10)
     assert event[1] == before + 1 and event[2]["new"] == 1001, "event ids are never reused"
     stream.close()
+
+
+def replay(node, path, last):
+    """Every event a node's buffer holds for `path` (resuming after 0), up to id `last`."""
+    stream = RawStream(node, path, last_event_id=0)
+    if last:
+        stream.wait_for(lambda e, i, d: i == last, timeout=15)
+    stream.close()
+    return [item for item in stream.raw if item[1] is not None and item[1] <= last]
+
+
+def test_a_random_mix_over_every_node_leaves_identical_replicas(cluster):
+    chance = random.Random(7)
+    nodes = cluster.nodes
+    pick = lambda: chance.choice(nodes)
+    people = [f"mix{n}" for n in range(6)]
+    for person in people:
+        ok(*pick().request("POST", "/v1/objects", {"id": person, "values": {"name": person, "friends": []}}))
+    observers = [ok(*pick().request("POST", "/v1/observers", {"lease": 600}))["id"] for _ in range(4)]
+    for observer in observers:
+        ok(*pick().request("POST", f"/v1/observers/{observer}/observations",
+                           {"object": chance.choice(people), "keyPaths": ["name", "friends.@count", "boss.name"],
+                            "options": chance.choice([["new"], ["new", "old"], ["new", "old", "prior", "initial"]])}))
+        ok(*pick().request("POST", f"/v1/observers/{observer}/subscriptions", {"name": "Ping"}))
+    for n in range(150):
+        person = chance.choice(people)
+        roll = chance.random()
+        if roll < 0.4:
+            pick().request("PUT", f"/v1/objects/{person}/values/name", {"value": f"v{n}"})
+        elif roll < 0.6:
+            pick().request("PUT", f"/v1/objects/{person}/values/boss", {"value": {"$ref": chance.choice(people)}})
+        elif roll < 0.8:
+            pick().request("POST", f"/v1/objects/{person}/values/friends/mutations",
+                           {"kind": "insertion", "indexes": [0], "values": [{"$ref": chance.choice(people)}]})
+        elif roll < 0.9:
+            pick().request("POST", "/v1/notifications", {"name": "Ping", "userInfo": {"n": n},
+                                                          "posting": chance.choice(["now", "asap"])})
+        else:
+            pick().request("PATCH", f"/v1/objects/{person}", {"values": {"name": f"p{n}", "extra": n}})
+    time.sleep(0.5)  # queued `asap` postings go out
+    for observer in observers + [None]:
+        path = "/v1/events" if observer is None else f"/v1/observers/{observer}/events"
+        if observer is None:  # the admin stream's last id: what one node sends after 0
+            stream = RawStream(nodes[0], path, last_event_id=0)
+            time.sleep(1.0)
+            stream.close()
+            last = max(i for _, i, _ in stream.raw if i is not None)
+        else:
+            last = ok(*nodes[0].request("GET", f"/v1/observers/{observer}"))["lastEventId"]
+        buffers = [replay(node, path, last) for node in nodes]
+        assert buffers[0], path
+        assert buffers[0] == buffers[1] == buffers[2], f"{path}: the same ids and bytes on every node"
+
+
+def test_a_lagging_node_makes_a_resuming_client_wait_then_continues_without_a_gap(cluster):
+    a, b, _ = cluster.nodes
+    ok(*a.request("POST", "/v1/objects", {"id": "lag", "values": {"n": 0}}))
+    observer = ok(*a.request("POST", "/v1/observers", {"lease": 600}))["id"]
+    ok(*a.request("POST", f"/v1/observers/{observer}/observations",
+                  {"object": "lag", "keyPaths": ["n"], "options": ["new"]}))
+    ok(*a.request("PUT", "/v1/objects/lag/values/n", {"value": 1}))
+    seen = ok(*a.request("GET", f"/v1/observers/{observer}"))["lastEventId"]
+    b.process.send_signal(signal.SIGSTOP)
+    try:
+        for n in range(2, 12):
+            ok(*a.request("PUT", "/v1/objects/lag/values/n", {"value": n}))
+        opened = []
+        thread = threading.Thread(target=lambda: opened.append(
+            RawStream(b, f"/v1/observers/{observer}/events", last_event_id=seen)))
+        thread.start()
+        time.sleep(2)
+    finally:
+        b.process.send_signal(signal.SIGCONT)
+    thread.join(timeout=15)
+    stream = opened[0]
+    stream.wait_for(lambda e, i, d: d.get("new") == 11, timeout=15)
+    changes = [(i, d["new"]) for e, i, d in stream.events if e == "change"]
+    assert changes == [(seen + k, k + 1) for k in range(1, 11)], changes
+    stream.close()
+
+
+def test_an_idle_cluster_costs_no_cpu(cluster):
+    def cpu(node):
+        fields = open(f"/proc/{node.process.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    time.sleep(1)
+    before = [cpu(node) for node in cluster.nodes]
+    time.sleep(10)
+    used = [cpu(node) - start for node, start in zip(cluster.nodes, before)]
+    assert all(seconds < 0.3 for seconds in used), f"CPU seconds over 10 s idle, per node: {used}"
