@@ -16,7 +16,8 @@ from conftest import EventStreamReader
 
 @pytest.fixture(scope="module")
 def cluster():
-    cluster = Cluster(size=3)
+    # A checkpoint every 100 log positions: restarts in these tests load one and the log is truncated.
+    cluster = Cluster(size=3, node_args=["--checkpoint-commands", "100"])
     yield cluster
     cluster.stop()
 
@@ -297,13 +298,39 @@ def test_acknowledged_writes_survive_killing_every_node_and_postgres(cluster):
     stream.close()
 
 
-def replay(node, path, last):
-    """Every event a node's buffer holds for `path` (resuming after 0), up to id `last`."""
+def oldest(node, path):
+    """The oldest event id a node's buffer holds for `path` (a replica loaded from a checkpoint
+    holds only what came after it: resuming from before answers `reset`)."""
     stream = RawStream(node, path, last_event_id=0)
-    if last:
-        stream.wait_for(lambda e, i, d: i == last, timeout=15)
+    try:
+        event, event_id, data = stream.wait_for(lambda *_: True, timeout=10)
+    finally:
+        stream.close()
+    return data["oldestAvailable"] if event == "reset" else event_id
+
+
+def replay(node, path, after, last):
+    """The events a node's buffer holds for `path` after id `after`, up to id `last`."""
+    stream = RawStream(node, path, last_event_id=after)
+    stream.wait_for(lambda e, i, d: i == last, timeout=15)
     stream.close()
     return [item for item in stream.raw if item[1] is not None and item[1] <= last]
+
+
+def last_admin_id(node, after):
+    stream = RawStream(node, "/v1/events", last_event_id=after)
+    time.sleep(1.0)
+    stream.close()
+    return max(i for _, i, _ in stream.raw if i is not None)
+
+
+def assert_identical_buffers(nodes, path, last):
+    """Every node's buffer for `path`, from the oldest event all of them hold, has the same ids and bytes."""
+    common = max(oldest(node, path) for node in nodes)
+    buffers = [replay(node, path, common - 1, last) for node in nodes]
+    assert buffers[0] and buffers[0][0][1] == common, (path, buffers[0][:1], common)
+    for buffer in buffers[1:]:
+        assert buffer == buffers[0], f"{path}: the same ids and bytes on every node"
 
 
 def test_a_random_mix_over_every_node_leaves_identical_replicas(cluster):
@@ -335,18 +362,10 @@ def test_a_random_mix_over_every_node_leaves_identical_replicas(cluster):
         else:
             pick().request("PATCH", f"/v1/objects/{person}", {"values": {"name": f"p{n}", "extra": n}})
     time.sleep(0.5)  # queued `asap` postings go out
-    for observer in observers + [None]:
-        path = "/v1/events" if observer is None else f"/v1/observers/{observer}/events"
-        if observer is None:  # the admin stream's last id: what one node sends after 0
-            stream = RawStream(nodes[0], path, last_event_id=0)
-            time.sleep(1.0)
-            stream.close()
-            last = max(i for _, i, _ in stream.raw if i is not None)
-        else:
-            last = ok(*nodes[0].request("GET", f"/v1/observers/{observer}"))["lastEventId"]
-        buffers = [replay(node, path, last) for node in nodes]
-        assert buffers[0], path
-        assert buffers[0] == buffers[1] == buffers[2], f"{path}: the same ids and bytes on every node"
+    for observer in observers:
+        last = ok(*nodes[0].request("GET", f"/v1/observers/{observer}"))["lastEventId"]
+        assert_identical_buffers(nodes, f"/v1/observers/{observer}/events", last)
+    assert_identical_buffers(nodes, "/v1/events", last_admin_id(nodes[0], oldest(nodes[0], "/v1/events") - 1))
 
 
 def test_a_lagging_node_makes_a_resuming_client_wait_then_continues_without_a_gap(cluster):
@@ -386,3 +405,55 @@ def test_an_idle_cluster_costs_no_cpu(cluster):
     time.sleep(10)
     used = [cpu(node) - start for node, start in zip(cluster.nodes, before)]
     assert all(seconds < 0.3 for seconds in used), f"CPU seconds over 10 s idle, per node: {used}"
+
+
+def test_a_node_joining_after_checkpoints_loads_one_and_continues_as_an_identical_replica(cluster):
+    balancer, postgres = cluster.balancer, cluster.postgres
+    ok(*balancer.request("POST", "/v1/objects", {"id": "late", "values": {"n": 0, "list": []}}))
+    observer = ok(*balancer.request("POST", "/v1/observers", {"lease": 600}))["id"]
+    ok(*balancer.request("POST", f"/v1/observers/{observer}/observations",
+                         {"object": "late", "keyPaths": ["n", "list"], "options": ["new", "old"]}))
+    doomed = ok(*balancer.request("POST", "/v1/observers", {"lease": 4}))["id"]
+    held = ok(*balancer.request("POST", "/v1/observers", {"lease": 2}))["id"]
+    held_stream = RawStream(cluster.nodes[1], f"/v1/observers/{held}/events")
+    connection = balancer.connection()
+    for n in range(250):
+        ok(*balancer.request("PUT", "/v1/objects/late/values/n", {"value": n}, connection=connection))
+    connection.close()
+    wait_until(lambda: int(postgres.sql("SELECT count(*) FROM obs_log")) < 200, timeout=10,
+               message="the log truncated behind the checkpoints")
+    checkpoint = int(postgres.sql("SELECT position FROM obs_checkpoint"))
+    assert checkpoint >= 200, checkpoint
+    late = cluster.node("n5")
+    late.start(timeout=30)
+    try:
+        old = cluster.nodes[0]
+        admin_old, admin_late = RawStream(old, "/v1/events"), RawStream(late, "/v1/events")
+        for n in range(60):
+            writer = (old, late, cluster.nodes[2])[n % 3]
+            if n % 4 == 0:
+                ok(*writer.request("POST", "/v1/objects/late/values/list/mutations",
+                                   {"kind": "insertion", "indexes": [0], "values": [n]}))
+            else:
+                ok(*writer.request("PUT", "/v1/objects/late/values/n", {"value": 1000 + n}))
+        ok(*late.request("POST", f"/v1/observers/{observer}/observations",
+                         {"object": "late", "keyPaths": ["list.@count"], "options": ["new"]}))
+        ok(*old.request("PUT", "/v1/objects/late/values/list", {"value": [1, 2, 3]}))
+        # The observer without a stream expires (a deadline from before the checkpoint); the one
+        # whose stream n2 holds does not.
+        removed = lambda e, i, d: e == "observerRemoved" and d.get("observer") == doomed
+        got_old = admin_old.wait_for(removed, timeout=15)
+        got_late = admin_late.wait_for(removed, timeout=5)
+        assert got_old == got_late
+        assert ok(*late.request("GET", f"/v1/observers/{held}"))["streams"] == 1
+        assert_identical_buffers([old, late], "/v1/events", got_old[1])
+        assert_identical_buffers([old, late], f"/v1/observers/{observer}/events",
+                                 ok(*old.request("GET", f"/v1/observers/{observer}"))["lastEventId"])
+        assert ok(*late.request("GET", "/v1/objects/late")) == ok(*old.request("GET", "/v1/objects/late"))
+        assert ok(*late.request("GET", f"/v1/observers/{observer}/observations")) == \
+            ok(*old.request("GET", f"/v1/observers/{observer}/observations"))
+        for stream in (admin_old, admin_late):
+            stream.close()
+    finally:
+        held_stream.close()
+        late.stop()

@@ -40,7 +40,8 @@ final class Server: Sendable {
         let cluster = config.cluster.map { url in
             ClusterNode(
                 settings: ClusterSettings(
-                    url: url, nodeID: config.nodeID ?? "\(ProcessInfo.processInfo.hostName):\(config.port)"),
+                    url: url, nodeID: config.nodeID ?? "\(ProcessInfo.processInfo.hostName):\(config.port)",
+                    checkpointEvery: config.checkpointCommands),
                 store: store, limits: limits, logger: logger)
         }
         let counters = ServiceCounters()

@@ -18,6 +18,8 @@ struct ClusterSettings: Sendable {
     var batchLimit = 256
     /// How long a starting node waits for an earlier process with its id to let go of its lock.
     var registerWait: Duration = .seconds(15)
+    /// The keeper writes a checkpoint at every log position that is a multiple of this.
+    var checkpointEvery = 10_000
 }
 
 /// A cluster node: this process's replica of the service, fed by the cluster's shared command
@@ -76,6 +78,10 @@ final class ClusterNode: Sendable {
         /// Applying failed (a command this node cannot read): it stops applying and reports unhealthy.
         var broken: String?
         var lastApplied = ContinuousClock.now
+        /// The keeper's copy of the state at a checkpoint position, for the presence thread to write.
+        var pendingCheckpoint: JournalBatch.Checkpoint?
+        /// The position of the last checkpoint this node wrote or loaded (the log behind it may go).
+        var checkpointed = 0
     }
 
     let settings: ClusterSettings
@@ -128,6 +134,12 @@ final class ClusterNode: Sendable {
         try ClusterSchema.prepare(connection, config: config)
         let registration = try ClusterSchema.register(settings.nodeID, on: connection, wait: settings.registerWait)
         state.withLock { $0.tag = registration.tag(settings.nodeID) }
+        if let image = try ClusterCheckpoint.load(on: connection) {
+            try store.load(image)
+            applied.store(image.checkpoint, ordering: .releasing)
+            state.withLock { $0.checkpointed = image.checkpoint }
+            logger.info("cluster node \(settings.nodeID): loaded the checkpoint at log position \(image.checkpoint)")
+        }
         let tailer = Thread { [self] in runTailer() }
         tailer.name = "obs-tailer"
         tailer.start()
@@ -159,9 +171,7 @@ final class ClusterNode: Sendable {
         }
         appendSignal.signal()
         wakeTailer()
-        presenceSignal.lock()
-        presenceSignal.broadcast()
-        presenceSignal.unlock()
+        wakePresence()
         for _ in 0..<3 { _ = finished.wait(timeout: .now() + 5) }
         for waiter in waiters {
             waiter.resolve(
@@ -296,7 +306,7 @@ final class ClusterNode: Sendable {
             """,
             [
                 "\(batch.count)", tag, "{" + batch.map { "\($0.origin)" }.joined(separator: ",") + "}",
-                Self.arrayLiteral(batch.map(\.command)),
+                PGConnection.arrayLiteral(batch.map(\.command)),
             ])
     }
 
@@ -336,21 +346,6 @@ final class ClusterNode: Sendable {
     private func fail(_ origins: [Int], _ reason: String) {
         let waiters = state.withLock { state in origins.compactMap { state.waiters.removeValue(forKey: $0) } }
         for waiter in waiters { waiter.resolve(.failure(Self.unavailable(reason))) }
-    }
-
-    /// A PostgreSQL text[] literal.
-    private static func arrayLiteral(_ items: [String]) -> String {
-        var literal = "{"
-        for (index, item) in items.enumerated() {
-            if index > 0 { literal += "," }
-            literal += "\""
-            for character in item.unicodeScalars {
-                if character == "\"" || character == "\\" { literal.unicodeScalars.append("\\") }
-                literal.unicodeScalars.append(character)
-            }
-            literal += "\""
-        }
-        return literal + "}"
     }
 
     // MARK: - Tailer
@@ -418,12 +413,17 @@ final class ClusterNode: Sendable {
                 }
                 let result = Result { () throws(CoreError) in try store.execute(command) }
                 applied.store(seq, ordering: .releasing)
+                // The keeper's checkpoints are the state right after a multiple of `checkpointEvery`.
+                let snapshot =
+                    seq % settings.checkpointEvery == 0 && isKeeper ? store.fullCheckpoint(position: seq) : nil
                 let waiter = state.withLock { state in
                     state.lastApplied = .now
                     state.head = max(state.head, seq)
+                    if let snapshot { state.pendingCheckpoint = snapshot }
                     return state.ownTags.contains(node) ? state.waiters.removeValue(forKey: origin) : nil
                 }
                 waiter?.resolve(result)
+                if snapshot != nil { wakePresence() }
             }
             if rows.count < page { return }
         }
@@ -462,7 +462,13 @@ final class ClusterNode: Sendable {
                     logger.notice("cluster node \(settings.nodeID) is the keeper")
                     onKeeper()
                 }
-                if state.withLock({ $0.keeper }) { try reportNodesDown(on: connection) }
+                if state.withLock({ $0.keeper }) {
+                    try reportNodesDown(on: connection)
+                    try checkpoint(on: connection)
+                }
+                try connection.query(
+                    "UPDATE obs_nodes SET applied = $2 WHERE node = $1",
+                    [settings.nodeID, "\(applied.load(ordering: .acquiring))"])
                 let live =
                     try connection.integer("SELECT count(*) FROM obs_nodes WHERE incarnation > reported_down") ?? 0
                 let head = try connection.integer("SELECT head FROM obs_cluster WHERE id = 1") ?? 0
@@ -492,6 +498,29 @@ final class ClusterNode: Sendable {
             presenceSignal.unlock()
         }
         finished.signal()
+    }
+
+    /// The keeper writes the pending checkpoint, then deletes the log no live node needs.
+    private func checkpoint(on connection: PGConnection) throws {
+        if let pending = state.withLock({ $0.pendingCheckpoint }) {
+            let started = ContinuousClock.now
+            if try ClusterCheckpoint.write(pending, on: connection) {
+                let elapsed = ContinuousClock.now - started
+                logger.info("cluster checkpoint at log position \(pending.position) written in \(elapsed)")
+            }
+            state.withLock { state in
+                if state.pendingCheckpoint?.position == pending.position { state.pendingCheckpoint = nil }
+                state.checkpointed = max(state.checkpointed, pending.position)
+            }
+        }
+        let through = state.withLock { $0.checkpointed }
+        if through > 0 { try ClusterCheckpoint.truncate(through: through, on: connection) }
+    }
+
+    private func wakePresence() {
+        presenceSignal.lock()
+        presenceSignal.broadcast()
+        presenceSignal.unlock()
     }
 
     /// Registers again after losing the liveness connection: a new incarnation (the old one is

@@ -11,6 +11,10 @@ import ObservationCore
 ///   be looked up.
 /// - `obs_nodes`: one row per node id: its current incarnation, the key of the advisory lock
 ///   it holds while it lives, the last incarnation reported down, and what it has applied.
+/// - `obs_checkpoint` (one row) and `obs_checkpoint_rows`: the keeper's latest checkpoint, the
+///   state as of a log position (the documents of the single server's `entities` table, with
+///   streams, lease deadlines and counters), so that the log behind it can be deleted and a
+///   starting node need not apply the whole history.
 enum ClusterSchema {
     /// The layout of the tables and the command encoding; a node refuses any other.
     static let format = 1
@@ -35,6 +39,11 @@ enum ClusterSchema {
                 node text PRIMARY KEY, incarnation bigint NOT NULL DEFAULT 0,
                 lock_key int NOT NULL DEFAULT nextval('obs_node_keys'), reported_down bigint NOT NULL DEFAULT 0,
                 applied bigint NOT NULL DEFAULT 0);
+            CREATE TABLE IF NOT EXISTS obs_checkpoint(
+                id int PRIMARY KEY CHECK (id = 1), position bigint NOT NULL, revision bigint NOT NULL,
+                admin_last_event_id bigint NOT NULL, clock bigint NOT NULL, counters text NOT NULL);
+            CREATE TABLE IF NOT EXISTS obs_checkpoint_rows(
+                kind text NOT NULL, id text NOT NULL, document text NOT NULL, PRIMARY KEY (kind, id));
             COMMIT;
             """)
         try connection.query(
@@ -97,7 +106,7 @@ enum ClusterSchema {
         guard
             let row = try connection.query(
                 """
-                UPDATE obs_nodes SET incarnation = incarnation + 1 WHERE node = $1
+                UPDATE obs_nodes SET incarnation = incarnation + 1, applied = 0 WHERE node = $1
                 RETURNING incarnation, reported_down
                 """, [node]
             ).first, let incarnation = row[0].flatMap({ Int($0) }), let reported = row[1].flatMap({ Int($0) })

@@ -120,6 +120,21 @@ final class PGConnection {
         return any
     }
 
+    /// A PostgreSQL text[] literal.
+    static func arrayLiteral(_ items: [String]) -> String {
+        var literal = "{"
+        for (index, item) in items.enumerated() {
+            if index > 0 { literal += "," }
+            literal += "\""
+            for character in item.unicodeScalars {
+                if character == "\"" || character == "\\" { literal.unicodeScalars.append("\\") }
+                literal.unicodeScalars.append(character)
+            }
+            literal += "\""
+        }
+        return literal + "}"
+    }
+
     private func failure(_ result: OpaquePointer?) -> PGError {
         let lost = PQstatus(handle) != CONNECTION_OK
         var message = result.map { String(cString: PQresultErrorMessage($0)) } ?? ""

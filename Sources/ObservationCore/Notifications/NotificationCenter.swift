@@ -15,6 +15,9 @@ struct NotificationCenter: Sendable {
 
     var count: Int { subscriptions.count }
 
+    /// Every subscription id, sorted.
+    var ids: [String] { subscriptions.keys.sorted() }
+
     subscript(id: String) -> Subscription? { subscriptions[id] }
 
     /// The subscription to (name, object) an observer holds, if any.

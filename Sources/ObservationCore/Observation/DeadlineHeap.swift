@@ -1,5 +1,6 @@
 /// A min-heap of deadlines, at most one per id: scheduling an id again moves its deadline,
-/// and cancelling removes it. Its size is the number of ids with a deadline, however often
+/// and cancelling removes it. Equal deadlines come out in id order, whatever order they went
+/// in (a replica rebuilt from a checkpoint must expire leases in the same order). Its size is the number of ids with a deadline, however often
 /// they move (a keepalive per second does not grow it).
 struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
     private var entries: [(deadline: Deadline, id: String)] = []
@@ -12,9 +13,9 @@ struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
     /// Sets `id`'s deadline (adding it, or moving it earlier or later).
     mutating func schedule(_ id: String, at deadline: Deadline) {
         if let index = positions[id] {
-            let earlier = deadline < entries[index].deadline
             entries[index].deadline = deadline
-            if earlier { siftUp(index) } else { siftDown(index) }
+            siftUp(index)
+            siftDown(positions[id] ?? index)
         } else {
             entries.append((deadline, id))
             positions[id] = entries.count - 1
@@ -48,7 +49,7 @@ struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
         var child = start
         while child > 0 {
             let parent = (child - 1) / 2
-            guard entries[child].deadline < entries[parent].deadline else { break }
+            guard precedes(entries[child], entries[parent]) else { break }
             swap(child, parent)
             child = parent
         }
@@ -60,12 +61,17 @@ struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
             let left = 2 * parent + 1
             let right = left + 1
             var smallest = parent
-            if left < entries.count, entries[left].deadline < entries[smallest].deadline { smallest = left }
-            if right < entries.count, entries[right].deadline < entries[smallest].deadline { smallest = right }
+            if left < entries.count, precedes(entries[left], entries[smallest]) { smallest = left }
+            if right < entries.count, precedes(entries[right], entries[smallest]) { smallest = right }
             guard smallest != parent else { return }
             swap(parent, smallest)
             parent = smallest
         }
+    }
+
+    /// The heap's order: by deadline, then by id.
+    private func precedes(_ a: (deadline: Deadline, id: String), _ b: (deadline: Deadline, id: String)) -> Bool {
+        a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
     }
 
     private mutating func swap(_ a: Int, _ b: Int) {

@@ -144,6 +144,28 @@ struct ObserverTable: Sendable {
         }
     }
 
+    /// The admin streams each cluster node holds (a cluster checkpoint keeps them).
+    var adminHolderCounts: [String: Int] { adminHolders }
+
+    /// Restores exactly what a cluster checkpoint says of an observer's streams and lease.
+    mutating func restoreStreams(of id: String, holders: [String: Int], expiresAt: Timestamp?) {
+        let held = holders.values.reduce(0, +)
+        guard observers[id] != nil else { return }
+        observers.inPlace(id) { record in
+            record.holders = holders
+            record.streams = held
+            record.expiresAt = expiresAt
+        }
+        streams += held
+        if let expiresAt { leases.schedule(id, at: expiresAt.milliseconds) } else { leases.cancel(id) }
+    }
+
+    /// Restores the admin streams cluster nodes hold.
+    mutating func restoreAdminHolders(_ holders: [String: Int]) {
+        adminHolders = holders
+        streams += holders.values.reduce(0, +)
+    }
+
     /// After a start: no stream is open, and every lease counts from `time`.
     mutating func restart(at time: Timestamp) {
         streams = 0

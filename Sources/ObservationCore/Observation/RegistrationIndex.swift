@@ -18,6 +18,9 @@ struct RegistrationIndex: Sendable {
 
     var count: Int { registrations.count }
 
+    /// Every registration id, sorted.
+    var ids: [String] { registrations.keys.sorted() }
+
     subscript(id: String) -> Registration? { registrations[id] }
 
     /// The registration of (object, key path) an observer holds, if any.

@@ -17,6 +17,10 @@ extension JournalBatch.Entity {
                 "name": .string(observer.name), "tokenHash": .string(observer.tokenHash), "lease": .int(observer.lease),
                 "retainObserved": .bool(observer.retainObserved), "replay": .int(observer.log.capacity),
                 "createdAt": .int(Int(observer.createdAt.milliseconds)), "lastEventId": .int(observer.lastEventID),
+                // Read back only from exact (cluster) checkpoints; a start of one server resets them.
+                "expiresAt": observer.expiresAt.map { .int(Int($0.milliseconds)) } ?? .null,
+                "holders": .object(
+                    JSONObject(observer.holders.sorted { $0.key < $1.key }.map { ($0.key, JSON.int($0.value)) })),
             ]
         case .registration(let registration):
             return [

@@ -25,6 +25,12 @@ public struct PersistedImage: Sendable {
     public var checkpoint: Int
     /// The commands after the checkpoint, in order: their positions and encodings.
     public var commands: [(position: Int, bytes: [UInt8])]
+    /// A cluster checkpoint: every entity, with the streams nodes hold, the exact lease
+    /// deadlines and `counters` (creation sequences, admin streams), so that the replica
+    /// continues exactly like the others. (One server's checkpoints are not: a start resets
+    /// streams and leases.)
+    public var exact = false
+    public var counters: JSONObject = [:]
 
     public init(
         rows: [PersistedRow] = [], revision: Int = 0, adminLastEventID: Int = 0, clock: Int64 = 0, checkpoint: Int = 0,
@@ -72,6 +78,8 @@ public struct JournalBatch: Sendable {
         public let revision: Int
         public let adminLastEventID: Int
         public let clock: Int64
+        /// What an exact (cluster) checkpoint adds: creation sequences, admin streams held.
+        public var counters: JSONObject = [:]
 
         /// The rows to write: one per changed entity, `document` nil for a deleted one.
         public func rows() -> [PersistedRow] {

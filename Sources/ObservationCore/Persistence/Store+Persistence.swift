@@ -22,6 +22,22 @@ extension Store {
         }
     }
 
+    /// Every entity as it is now, with the counters a replica needs to continue exactly: a
+    /// cluster checkpoint at log position `position` (copied under the lock, built after it).
+    public func fullCheckpoint(position: Int) -> JournalBatch.Checkpoint {
+        let copy = state.withLock { $0 }
+        return copy.fullCheckpoint(position: position)
+    }
+
+    /// Replaces this in-memory store's state with an exact checkpoint's (a cluster node at
+    /// start, before it serves). Its buffers start empty; ids continue.
+    public func load(_ image: PersistedImage) throws(PersistenceError) {
+        let limits = state.withLock { $0.limits }
+        var restored = StoreState(limits: limits)
+        try restored.restore(image)
+        state.withLock { $0 = restored }
+    }
+
     /// The journal position of the last change: a caller that saw a change made by now
     /// may wait for a batch with at least this position to be durable.
     public var journalSequence: Int { sequenceCounter.load(ordering: .acquiring) }

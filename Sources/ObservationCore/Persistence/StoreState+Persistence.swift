@@ -19,6 +19,30 @@ extension StoreState {
         return JournalBatch(commands: [], checkpoint: snapshot, sequence: journal.sequence, logs: logs)
     }
 
+    /// Every entity, as it is now, and the counters a replica needs to continue exactly (a
+    /// cluster checkpoint at log position `position`). Kinds in order, ids sorted.
+    func fullCheckpoint(position: Int) -> JournalBatch.Checkpoint {
+        var entities: [(kind: EntityKind, id: String, entity: JournalBatch.Entity?)] = []
+        let observerIDs = observers.ids
+        let ids: [EntityKind: [String]] = [
+            .class: graph.classes.keys.sorted(), .object: graph.objects.keys.sorted(), .observer: observerIDs,
+            .registration: registrations.ids, .subscription: center.ids, .lastEventID: observerIDs,
+            .queue: center.queue.entries.isEmpty ? [] : ["queue"],
+        ]
+        for kind in EntityKind.allCases {
+            for id in ids[kind] ?? [] { entities.append((kind, id, entity(kind, id))) }
+        }
+        var checkpoint = JournalBatch.Checkpoint(
+            entities: entities, position: position, revision: revision, adminLastEventID: adminLastEventID,
+            clock: clock.milliseconds)
+        let admin = observers.adminHolderCounts.sorted { $0.key < $1.key }.map { ($0.key, JSON.int($0.value)) }
+        checkpoint.counters = [
+            "registrationSequence": .int(registrations.sequence), "subscriptionSequence": .int(center.sequence),
+            "adminHolders": .object(JSONObject(admin)),
+        ]
+        return checkpoint
+    }
+
     private func entity(_ kind: EntityKind, _ id: String) -> JournalBatch.Entity? {
         switch kind {
         case .class: graph.classes[id].map { .class($0) }
@@ -39,7 +63,10 @@ extension StoreState {
         for row in image.rows { byKind[row.kind, default: []].append(try StoredDocument(row)) }
         for document in byKind[.class] ?? [] { try restoreClass(document) }
         for document in byKind[.object] ?? [] { try restoreObject(document) }
-        for document in byKind[.observer] ?? [] { try restoreObserver(document, at: time) }
+        for document in byKind[.observer] ?? [] {
+            try restoreObserver(document, at: time)
+            if image.exact { try restoreStreams(document) }
+        }
         for document in byKind[.lastEventID] ?? [] { try restoreLastEventID(document) }
         var registrationRows: [(Int, StoredDocument)] = []
         for document in byKind[.registration] ?? [] {
@@ -50,6 +77,7 @@ extension StoreState {
         }
         for document in byKind[.subscription] ?? [] { try restoreSubscription(document) }
         for document in byKind[.queue] ?? [] { try restoreQueue(document) }
+        if image.exact { try restoreCounters(image.counters) }
         revision = image.revision
         adminLastEventID = image.adminLastEventID
         adminLog.continueAfter(image.adminLastEventID)
@@ -119,9 +147,38 @@ extension StoreState {
                 retainObserved: try document.bool("retainObserved"), createdAt: try document.timestamp("createdAt"),
                 log: EventLog(
                     label: id, capacity: try document.int("replay"), maxBytes: limits.maxReplayBytes,
-                    lastID: lastEventID, gated: true),
+                    lastID: lastEventID, gated: journal.enabled),
                 lastEventID: lastEventID),
             at: time)
+    }
+
+    /// The streams cluster nodes hold and the exact lease deadline (exact checkpoints).
+    private mutating func restoreStreams(_ document: StoredDocument) throws(PersistenceError) {
+        guard case .object(let members) = try document.value("holders") else { throw document.failure("no holders") }
+        var holders: [String: Int] = [:]
+        for (holder, count) in members {
+            guard case .int(let count) = count else { throw document.failure("a holder's count is not a number") }
+            holders[holder] = count
+        }
+        let expiresAt: Timestamp? =
+            if case .int(let milliseconds) = try document.value("expiresAt") {
+                Timestamp(milliseconds: Int64(milliseconds))
+            } else { nil }
+        observers.restoreStreams(of: document.row.id, holders: holders, expiresAt: expiresAt)
+    }
+
+    /// Creation sequences and admin streams (exact checkpoints): new registrations and
+    /// subscriptions take the numbers the other replicas give them.
+    private mutating func restoreCounters(_ counters: JSONObject) throws(PersistenceError) {
+        guard case .int(let registrationSequence)? = counters["registrationSequence"],
+            case .int(let subscriptionSequence)? = counters["subscriptionSequence"],
+            case .object(let admin)? = counters["adminHolders"]
+        else { throw PersistenceError(kind: .queue, id: "counters", reason: "the checkpoint's counters are missing") }
+        registrations.continueSequence(after: registrationSequence)
+        center.continueSequence(after: subscriptionSequence)
+        var holders: [String: Int] = [:]
+        for (holder, count) in admin { if case .int(let count) = count { holders[holder] = count } }
+        observers.restoreAdminHolders(holders)
     }
 
     /// An observer's ids continue after the last one stored (its document may hold an older one).
@@ -144,10 +201,13 @@ extension StoreState {
         // written before that distinction read `null` as none.
         let context = try document.value("context")
         let given = document.members["contextGiven"].map { $0 == .bool(true) } ?? !context.isNull
+        // Spelled out: `given ? context : nil` is a JSON (`nil` is the JSON literal null), so a
+        // registration without a context came back with `null` as its context.
+        let restoredContext: JSON? = given ? .some(context) : .none
         var registration = bind(
             Registration(
                 id: document.row.id, observerID: observerID, objectID: objectID, keyPath: path, options: options,
-                context: given ? context : nil, createdAt: try document.timestamp("createdAt"),
+                context: restoredContext, createdAt: try document.timestamp("createdAt"),
                 sequence: sequence, derivedPolicy: nil, value: .null, notifiedValue: .null, dependencies: [],
                 location: nil))
         // The value at its last notification (`manual` keys); older documents: the value now.
