@@ -181,6 +181,19 @@ struct HTTPLayerTests {
         }
     }
 
+    @Test("--cluster excludes --data-dir, and a node id may not contain '#'")
+    func clusterSettingsChecked() {
+        var config = ServerConfig()
+        config.cluster = "postgres://obs@127.0.0.1/obs"
+        config.dataDir = "/tmp/obs-data"
+        #expect(throws: ConfigError.self) { try config.validate() }
+        config.dataDir = nil
+        config.nodeID = "n1#2"
+        #expect(throws: ConfigError.self) { try config.validate() }
+        config.nodeID = "n1"
+        #expect(throws: Never.self) { try config.validate() }
+    }
+
     @Test("a non-loopback host without a token is refused at start unless --allow-open")
     func openHostRefused() throws {
         #expect(throws: (any Error).self) { try TestServer(configure: { $0.host = "0.0.0.0" }) }

@@ -20,6 +20,18 @@ struct DeadlineHeapTests {
         #expect(heap.count == 0)
     }
 
+    @Test("equal deadlines come out in id order, whatever order they went in", arguments: [1, 2, 3])
+    func ties(seed: UInt64) {
+        var random = SeededGenerator(seed: seed)
+        var heap = DeadlineHeap<Int>()
+        let ids = (0..<50).map { "obs_\($0 + 100)" }
+        for id in ids.shuffled(using: &random) { heap.schedule(id, at: 7) }
+        for id in ids.shuffled(using: &random).prefix(10) { heap.schedule(id, at: 7) }  // moved to where they were
+        var popped: [String] = []
+        while let next = heap.popFirst() { popped.append(next.id) }
+        #expect(popped == ids)
+    }
+
     @Test("one entry per id, however often it is scheduled")
     func bounded() {
         var heap = DeadlineHeap<Int>()

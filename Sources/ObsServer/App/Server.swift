@@ -89,8 +89,9 @@ final class Server: Sendable {
         options.peerTimeout = .seconds(config.peerTimeout)
         options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
         let durable = committer != nil
-        let respond: @Sendable (HTTPRequest) -> HTTPResponse = { request in
-            if let refusal = authenticator.refusal(for: request) { return refusal.response }
+        /// Answers a request that `refusal` (the authenticator's verdict) lets through.
+        let respond: @Sendable (HTTPRequest, APIError?) -> HTTPResponse = { request, refusal in
+            if let refusal { return refusal.response }
             var response = router.respond(to: request)
             // A successful write is answered once it is durable (reads answer at once).
             if durable, Self.writes.contains(request.method), response.reportsDurableChange,
@@ -106,12 +107,16 @@ final class Server: Sendable {
             defer { counters.recordActivity() }
             // A cluster node answers a read (and a token it does not know yet) once it has applied
             // everything committed when the request arrived: read-your-writes across nodes.
-            if let cluster, Self.readsState(request) || authenticator.refusal(for: request)?.status == 401 {
+            let refusal = authenticator.refusal(for: request)
+            if let cluster, Self.readsState(request) || refusal?.status == 401 {
                 let deferred = DeferredAnswer()
-                cluster.afterCatchingUp { deferred.resolve { respond(request) } }
+                // Checked again once caught up: a token may belong to an observer made elsewhere.
+                cluster.afterCatchingUp {
+                    deferred.resolve { respond(request, refusal == nil ? nil : authenticator.refusal(for: request)) }
+                }
                 return .deferred(deferred)
             }
-            return respond(request)
+            return respond(request, refusal)
         }
         self.config = config
         self.cluster = cluster

@@ -173,10 +173,11 @@ final class ClusterNode: Sendable {
         wakeTailer()
         wakePresence()
         for _ in 0..<3 { _ = finished.wait(timeout: .now() + 5) }
-        for waiter in waiters {
-            waiter.resolve(
-                .failure(Self.unavailable("the node is stopping; the change may or may not have taken effect")))
-        }
+        let unknown = CoreError(
+            .unavailable,
+            "the node stopped before its change came back from the cluster's log; it may have taken effect",
+            details: ["retryAfter": 1])
+        for waiter in waiters { waiter.resolve(.failure(unknown)) }
     }
 
     // MARK: - What the server asks
