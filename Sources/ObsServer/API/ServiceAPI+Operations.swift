@@ -31,11 +31,13 @@ extension ServiceAPI {
             "writable": .bool(cluster?.isHealthy ?? store.isWritable),
             "uptime": .double((counters.uptimeSeconds * 1000).rounded() / 1000),
         ]
-        // This node, the live nodes, what it has applied and the log's head (section 11).
+        // This node, the live nodes, what it has applied and the log's head (section 11), and the
+        // digest of what it applied (equal on every node at the same position).
         if let node = cluster?.figures {
             let members: JSONObject = [
                 "node": .string(node.node), "nodes": .int(node.nodes), "applied": .int(node.applied),
-                "head": .int(node.head),
+                "head": .int(node.head), "digest": .string(node.digest), "digestPosition": .int(node.digestPosition),
+                "rebuilds": .int(node.rebuilds),
             ]
             figures["cluster"] = .object(members)
         }

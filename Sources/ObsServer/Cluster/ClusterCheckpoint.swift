@@ -51,16 +51,19 @@ enum ClusterCheckpoint {
         return true
     }
 
-    /// Deletes the log behind `position` that no live node still needs; returns the rows deleted.
+    /// Deletes the log behind `position` that no live node still needs, and digests older than
+    /// any node still judges; returns the log rows deleted.
     @discardableResult
     static func truncate(through position: Int, on connection: PGConnection) throws -> Int {
         let rows = try connection.query(
             """
             WITH horizon AS (
                 SELECT least($1::bigint, coalesce(min(applied), 0)) AS seq
-                FROM obs_nodes WHERE incarnation > reported_down)
+                FROM obs_nodes WHERE incarnation > reported_down),
+            digests AS (
+                DELETE FROM obs_digests WHERE seq < (SELECT seq FROM horizon) - $2::bigint)
             DELETE FROM obs_log WHERE seq <= (SELECT seq FROM horizon) RETURNING 1
-            """, ["\(position)"])
+            """, ["\(position)", "\(DivergenceCheck.every * DivergenceCheck.kept)"])
         return rows.count
     }
 

@@ -82,6 +82,14 @@ final class ClusterNode: Sendable {
         var pendingCheckpoint: JournalBatch.Checkpoint?
         /// The position of the last checkpoint this node wrote or loaded (the log behind it may go).
         var checkpointed = 0
+        /// The digest of everything applied, as of `digestPosition` (the tailer's).
+        var digest = ApplyDigest()
+        var digestPosition = 0
+        /// Samples of the digest, published and judged by the presence thread.
+        var divergence = DivergenceCheck()
+        /// The node was outvoted: the tailer rebuilds the replica from the checkpoint and the log.
+        var rebuild: Divergence?
+        var rebuilds = 0
     }
 
     let settings: ClusterSettings
@@ -135,9 +143,7 @@ final class ClusterNode: Sendable {
         let registration = try ClusterSchema.register(settings.nodeID, on: connection, wait: settings.registerWait)
         state.withLock { $0.tag = registration.tag(settings.nodeID) }
         if let image = try ClusterCheckpoint.load(on: connection) {
-            try store.load(image)
-            applied.store(image.checkpoint, ordering: .releasing)
-            state.withLock { $0.checkpointed = image.checkpoint }
+            try load(image)
             logger.info("cluster node \(settings.nodeID): loaded the checkpoint at log position \(image.checkpoint)")
         }
         let tailer = Thread { [self] in runTailer() }
@@ -195,10 +201,26 @@ final class ClusterNode: Sendable {
     /// When the node last applied a command (quiet for `idle` postings counts from it).
     var lastApplied: ContinuousClock.Instant { state.withLock { $0.lastApplied } }
 
-    /// `/v1/stats`' `cluster` member.
-    var figures: (node: String, nodes: Int, applied: Int, head: Int) {
+    /// What `/v1/stats` shows of the node (its `cluster` member).
+    struct Figures: Sendable {
+        let node: String
+        let nodes: Int
+        let applied: Int
+        let head: Int
+        /// The digest of what the node applied, as of `digestPosition`.
+        let digest: String
+        let digestPosition: Int
+        /// How often the node found its replica outvoted and rebuilt it.
+        let rebuilds: Int
+    }
+
+    var figures: Figures {
         let applied = applied.load(ordering: .acquiring)
-        return state.withLock { (settings.nodeID, $0.nodes, applied, max($0.head, applied)) }
+        return state.withLock {
+            Figures(
+                node: settings.nodeID, nodes: $0.nodes, applied: applied, head: max($0.head, applied),
+                digest: $0.digest.hex, digestPosition: $0.digestPosition, rebuilds: $0.rebuilds)
+        }
     }
 
     /// Appends `command` to the log; `resolve` gets its outcome once this node has applied it
@@ -363,6 +385,7 @@ final class ClusterNode: Sendable {
                     state.withLock { $0.tailerConnected = true }
                 }
                 guard let connection else { continue }
+                if let divergence = state.withLock({ $0.rebuild }) { try rebuild(after: divergence, on: connection) }
                 let barriers = state.withLock { state in
                     defer { state.barriers = [] }
                     return state.barriers
@@ -393,6 +416,7 @@ final class ClusterNode: Sendable {
     /// Applies every command after `applied` that is committed now.
     private func readToEnd(_ connection: PGConnection) throws(PGError) {
         let page = 512
+        var digest = state.withLock { $0.digest }
         while true {
             let after = applied.load(ordering: .acquiring)
             let rows = try connection.query(
@@ -412,14 +436,20 @@ final class ClusterNode: Sendable {
                 } catch {
                     return halt("command \(seq) cannot be read: \(error)")
                 }
-                let result = Result { () throws(CoreError) in try store.execute(command) }
+                let result = Result { () throws(CoreError) in
+                    try store.execute(command) { effects in digest.add(effects) }
+                }
                 applied.store(seq, ordering: .releasing)
                 // The keeper's checkpoints are the state right after a multiple of `checkpointEvery`.
-                let snapshot =
+                var snapshot =
                     seq % settings.checkpointEvery == 0 && isKeeper ? store.fullCheckpoint(position: seq) : nil
+                snapshot?.counters["digest"] = .string(digest.hex)
                 let waiter = state.withLock { state in
                     state.lastApplied = .now
                     state.head = max(state.head, seq)
+                    state.digest = digest
+                    state.digestPosition = seq
+                    if seq % DivergenceCheck.every == 0 { state.divergence.sample(seq, digest) }
                     if let snapshot { state.pendingCheckpoint = snapshot }
                     return state.ownTags.contains(node) ? state.waiters.removeValue(forKey: origin) : nil
                 }
@@ -428,6 +458,47 @@ final class ClusterNode: Sendable {
             }
             if rows.count < page { return }
         }
+    }
+
+    /// Replaces the replica with the checkpoint's state (or an empty one), whose digest it takes.
+    private func load(_ image: PersistedImage?) throws {
+        let digest: ApplyDigest
+        if let image {
+            guard case .string(let hex)? = image.counters["digest"], let read = ApplyDigest(hex: hex) else {
+                throw ConfigError("the cluster's checkpoint at \(image.checkpoint) has no digest")
+            }
+            digest = read
+        } else {
+            digest = ApplyDigest()
+        }
+        try store.load(image)
+        let position = image?.checkpoint ?? 0
+        applied.store(position, ordering: .releasing)
+        state.withLock { state in
+            state.checkpointed = max(state.checkpointed, position)
+            state.digest = digest
+            state.digestPosition = position
+        }
+    }
+
+    /// The node's replica was outvoted: it stops serving (its streams close: their clients
+    /// resume elsewhere or here later), starts again from the checkpoint and applies the log.
+    private func rebuild(after divergence: Divergence, on connection: PGConnection) throws {
+        logger.critical("cluster node \(settings.nodeID) diverged \(divergence): rebuilding its replica")
+        state.withLock { state in
+            state.caughtUp = false
+            state.pendingCheckpoint = nil
+        }
+        onCutOff()
+        let image = try ClusterCheckpoint.load(on: connection)
+        try load(image)
+        state.withLock { state in
+            state.divergence.rebuilt()
+            state.rebuild = nil
+            state.rebuilds += 1
+        }
+        logger.notice(
+            "cluster node \(settings.nodeID) rebuilds from log position \(image?.checkpoint ?? 0); applying the log")
     }
 
     /// The replica cannot go on (it would diverge): stop applying, report unhealthy.
@@ -470,6 +541,7 @@ final class ClusterNode: Sendable {
                 try connection.query(
                     "UPDATE obs_nodes SET applied = $2 WHERE node = $1",
                     [settings.nodeID, "\(applied.load(ordering: .acquiring))"])
+                try checkDivergence(on: connection)
                 let live =
                     try connection.integer("SELECT count(*) FROM obs_nodes WHERE incarnation > reported_down") ?? 0
                 let head = try connection.integer("SELECT head FROM obs_cluster WHERE id = 1") ?? 0
@@ -516,6 +588,45 @@ final class ClusterNode: Sendable {
         }
         let through = state.withLock { $0.checkpointed }
         if through > 0 { try ClusterCheckpoint.truncate(through: through, on: connection) }
+    }
+
+    /// Publishes this node's digest samples (and its current digest), then judges its pending
+    /// samples against the other nodes' reports; outvoted, it has the tailer rebuild.
+    private func checkDivergence(on connection: PGConnection) throws {
+        let (samples, positions, peers) = state.withLock { state in
+            state.divergence.sample(state.digestPosition, state.digest)
+            return (state.divergence.unpublished, state.divergence.pending.map(\.position), state.nodes - 1)
+        }
+        if let last = samples.last {
+            try connection.query(
+                """
+                INSERT INTO obs_digests(seq, node, digest) SELECT t.seq, $1, t.digest
+                FROM unnest($2::bigint[], $3::text[]) AS t(seq, digest)
+                ON CONFLICT (seq, node) DO UPDATE SET digest = excluded.digest
+                """,
+                [
+                    settings.nodeID, "{" + samples.map { "\($0.position)" }.joined(separator: ",") + "}",
+                    PGConnection.arrayLiteral(samples.map(\.digest.hex)),
+                ])
+            state.withLock { $0.divergence.published(through: last.position) }
+        }
+        guard peers > 0, !positions.isEmpty else { return }
+        var reports: [Int: [String: String]] = [:]
+        for row in try connection.query(
+            "SELECT seq, node, digest FROM obs_digests WHERE seq = ANY($1::bigint[]) AND node <> $2",
+            ["{" + positions.map { "\($0)" }.joined(separator: ",") + "}", settings.nodeID])
+        {
+            guard let position = row[0].flatMap({ Int($0) }), let node = row[1], let digest = row[2] else { continue }
+            reports[position, default: [:]][node] = digest
+        }
+        let divergence = state.withLock { state -> Divergence? in
+            guard state.rebuild == nil, let found = state.divergence.judge(reports: reports, peers: peers) else {
+                return nil
+            }
+            state.rebuild = found
+            return found
+        }
+        if divergence != nil { wakeTailer() }
     }
 
     private func wakePresence() {

@@ -15,9 +15,11 @@ import ObservationCore
 ///   state as of a log position (the documents of the single server's `entities` table, with
 ///   streams, lease deadlines and counters), so that the log behind it can be deleted and a
 ///   starting node need not apply the whole history.
+/// - `obs_digests`: each node's digest of what it applied, at sampled log positions, for the
+///   others to compare theirs with (`DivergenceCheck`).
 enum ClusterSchema {
     /// The layout of the tables and the command encoding; a node refuses any other.
-    static let format = 1
+    static let format = 2
     /// Advisory lock class ids: the schema's creation and the keeper (object 0), and node liveness.
     static let lockClass: Int32 = 0x0B5C
     static let livenessClass: Int32 = 0x0B5D
@@ -44,6 +46,8 @@ enum ClusterSchema {
                 admin_last_event_id bigint NOT NULL, clock bigint NOT NULL, counters text NOT NULL);
             CREATE TABLE IF NOT EXISTS obs_checkpoint_rows(
                 kind text NOT NULL, id text NOT NULL, document text NOT NULL, PRIMARY KEY (kind, id));
+            CREATE TABLE IF NOT EXISTS obs_digests(
+                seq bigint NOT NULL, node text NOT NULL, digest text NOT NULL, PRIMARY KEY (seq, node));
             COMMIT;
             """)
         try connection.query(

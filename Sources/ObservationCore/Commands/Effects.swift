@@ -9,6 +9,8 @@ public struct Effects: Sendable {
     var closedLogs: [EventLog] = []
     /// A lease deadline moved, or a posting was queued: the timer must look again.
     public internal(set) var timerMustLook = false
+    /// The global revision once the command is applied (a refused command: the one before).
+    public internal(set) var revision = 0
 
     public init() {}
 

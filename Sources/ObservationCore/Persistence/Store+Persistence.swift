@@ -30,11 +30,12 @@ extension Store {
     }
 
     /// Replaces this in-memory store's state with an exact checkpoint's (a cluster node at
-    /// start, before it serves). Its buffers start empty; ids continue.
-    public func load(_ image: PersistedImage) throws(PersistenceError) {
+    /// start, or rebuilding), or with an empty one (nil: no checkpoint yet). Its buffers start
+    /// empty; ids continue.
+    public func load(_ image: PersistedImage?) throws(PersistenceError) {
         let limits = state.withLock { $0.limits }
         var restored = StoreState(limits: limits)
-        try restored.restore(image)
+        if let image { try restored.restore(image) }
         state.withLock { $0 = restored }
     }
 

@@ -14,6 +14,7 @@ extension StoreState {
         clock = time
         let result = Result { () throws(CoreError) in try perform(command.action, at: time) }
         if case .failure = result { clock = before }  // a refused command changes nothing, not even the clock
+        effects.revision = revision
         defer { effects = Effects() }
         return (result, effects)
     }
