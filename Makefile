@@ -12,7 +12,7 @@ TSAN_DIR   := .build-tsan
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release deps deps-browser deps-blackbox deps-cluster deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers soak clean help
+.PHONY: run build release deps deps-browser deps-blackbox deps-cluster deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers bench-cluster soak clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -95,10 +95,17 @@ PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --w
 
 ## Our own wrk load tests, then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll
 ## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
-bench: deps-bench release bench-peers
+bench: deps-bench release bench-peers bench-cluster
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
-	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)" --extra build/bench-posting.md
+	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)" --extra build/bench-posting.md \
+	  --extra build/bench-cluster/cluster.md
+
+## The cluster on one machine (docs/CLUSTER.md): CPU per node with the streams split over 1 and 2
+## nodes, a kill -9 failover (gaps, duplicates, time to resume), and the shared W1-W3 on one --cluster
+## node next to memory and --data-dir.
+bench-cluster: deps-bench deps-cluster release
+	python3 bench/cluster.py --binary .build/release/obs-server --out build/bench-cluster
 
 bench-peers: deps-bench release
 	@if [ -d ../shared/bench ]; then \

@@ -2,8 +2,6 @@
 nodes started with --cluster, and nginx as a round-robin load balancer in front of them. Everything
 is started here and stopped by PID; the Debian packages (postgresql, nginx) come from `make test`."""
 
-import glob
-import os
 import shutil
 import subprocess
 import tempfile
@@ -11,54 +9,7 @@ import time
 from pathlib import Path
 
 from conftest import ServerProcess, free_port
-
-
-def postgres_bin():
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        raise RuntimeError("PostgreSQL is not installed (make test installs the postgresql package)")
-    return Path(found[-1]).parent
-
-
-class Postgres:
-    """A throw-away PostgreSQL cluster owned by the `postgres` user when run as root (initdb refuses root)."""
-
-    def __init__(self):
-        self.port = free_port()
-        self.directory = Path(tempfile.mkdtemp(prefix="obs-pg-"))
-        self.data = self.directory / "data"
-        self.bin = postgres_bin()
-        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self.as_user:
-            shutil.chown(self.directory, "postgres")
-
-    @property
-    def url(self):
-        return f"postgres://obs@127.0.0.1:{self.port}/postgres"
-
-    def start(self):
-        if not self.data.exists():
-            subprocess.run(self.as_user + [str(self.bin / "initdb"), "-D", str(self.data), "--no-sync", "-A", "trust",
-                                           "-U", "obs"], check=True, stdout=subprocess.DEVNULL)
-        options = f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c max_connections=100"
-        subprocess.run(self.as_user + [str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l",
-                                       str(self.directory / "log"), "-w", "-t", "30", "start"],
-                       check=True, stdout=subprocess.DEVNULL)
-        return self
-
-    def stop(self, mode="fast"):
-        subprocess.run(self.as_user + [str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def sql(self, statement):
-        """Runs SQL through psql; returns its unaligned output."""
-        result = subprocess.run(["psql", self.url, "-XAtq", "-c", statement], capture_output=True, text=True,
-                                check=True)
-        return result.stdout.strip()
-
-    def remove(self):
-        self.stop("immediate")
-        shutil.rmtree(self.directory, ignore_errors=True)
+from postgres import Postgres
 
 
 class LoadBalancer:
@@ -130,7 +81,7 @@ class Cluster:
     """PostgreSQL, `size` nodes (n1, n2, …) and the balancer."""
 
     def __init__(self, size=3, node_args=()):
-        self.postgres = Postgres().start()
+        self.postgres = Postgres(free_port()).start()
         self.node_args = list(node_args)
         self.nodes = [self.node(f"n{index + 1}") for index in range(size)]
         for node in self.nodes:

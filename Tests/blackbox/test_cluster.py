@@ -389,10 +389,18 @@ def assert_same_digests(nodes, timeout=15):
 def test_a_node_outvoted_on_its_digest_rebuilds_its_replica_and_serves_the_same_state(cluster):
     a, b, c = cluster.nodes
     assert stats(a)["node"] == "n1"
+    wait_until(lambda: all(stats(node)["nodes"] == 3 for node in cluster.nodes), timeout=10, message="3 live nodes")
     ok(*b.request("POST", "/v1/objects", {"id": "dv", "values": {"n": 0}}))
     observer = ok(*b.request("POST", "/v1/observers", {"lease": 600}))["id"]
     ok(*b.request("POST", f"/v1/observers/{observer}/observations",
                   {"object": "dv", "keyPaths": ["n"], "options": ["new", "old"]}))
+    # Past a checkpoint (every 100 positions here): a rebuilt n1 holds only the events after it.
+    connection = b.connection()
+    for n in range(150):
+        ok(*b.request("PUT", "/v1/objects/dv/values/n", {"value": -n}, connection=connection))
+    connection.close()
+    wait_until(lambda: int(cluster.postgres.sql("SELECT position FROM obs_checkpoint")) > stats(b)["head"] - 100,
+               timeout=10, message="a checkpoint after the observer's first events")
     stream = RawStream(a, f"/v1/observers/{observer}/events")
     before = {stats(node)["node"]: stats(node)["rebuilds"] for node in cluster.nodes}
     start = stats(a)["head"]
@@ -419,6 +427,8 @@ def test_a_node_outvoted_on_its_digest_rebuilds_its_replica_and_serves_the_same_
     stream.thread.join(timeout=10)
     assert not stream.thread.is_alive(), "n1 closed its streams when it found itself outvoted"
     wait_until(lambda: a.request("GET", "/healthz")[0] == 200, timeout=20, message="n1 healthy again")
+    path = f"/v1/observers/{observer}/events"
+    assert oldest(a, path) > oldest(b, path) == 1, "n1 threw its replica away and loaded the checkpoint"
     for n in range(4, 30):
         ok(*(a, b, c)[n % 3].request("PUT", "/v1/objects/dv/values/n", {"value": n}))
     last = ok(*b.request("GET", f"/v1/observers/{observer}"))["lastEventId"]

@@ -79,7 +79,8 @@ final class ClusterNode: Sendable {
         var broken: String?
         var lastApplied = ContinuousClock.now
         /// The keeper's copy of the state at a checkpoint position, for the presence thread to write.
-        var pendingCheckpoint: JournalBatch.Checkpoint?
+        /// (The latest two: under load the newest is often not confirmed yet when the older is.)
+        var pendingCheckpoints: [JournalBatch.Checkpoint] = []
         /// The position of the last checkpoint this node wrote or loaded (the log behind it may go).
         var checkpointed = 0
         /// The digest of everything applied, as of `digestPosition` (the tailer's).
@@ -90,6 +91,8 @@ final class ClusterNode: Sendable {
         /// The node was outvoted: the tailer rebuilds the replica from the checkpoint and the log.
         var rebuild: Divergence?
         var rebuilds = 0
+        /// When the recent rebuilds happened: a node that keeps diverging stops (`halt`).
+        var recentRebuilds: [ContinuousClock.Instant] = []
     }
 
     let settings: ClusterSettings
@@ -449,8 +452,10 @@ final class ClusterNode: Sendable {
                     state.head = max(state.head, seq)
                     state.digest = digest
                     state.digestPosition = seq
-                    if seq % DivergenceCheck.every == 0 { state.divergence.sample(seq, digest) }
-                    if let snapshot { state.pendingCheckpoint = snapshot }
+                    if state.rebuild == nil, seq % DivergenceCheck.every == 0 || seq % settings.checkpointEvery == 0 {
+                        state.divergence.sample(seq, digest)
+                    }
+                    if let snapshot { state.pendingCheckpoints = state.pendingCheckpoints.suffix(1) + [snapshot] }
                     return state.ownTags.contains(node) ? state.waiters.removeValue(forKey: origin) : nil
                 }
                 waiter?.resolve(result)
@@ -481,15 +486,29 @@ final class ClusterNode: Sendable {
         }
     }
 
+    /// More rebuilds than this within `rebuildWindow`: the node stops applying (a divergence that
+    /// replays the same way is a bug to report, not to loop on).
+    static let rebuildLimit = 3
+    static let rebuildWindow = Duration.seconds(600)
+
     /// The node's replica was outvoted: it stops serving (its streams close: their clients
     /// resume elsewhere or here later), starts again from the checkpoint and applies the log.
     private func rebuild(after divergence: Divergence, on connection: PGConnection) throws {
         logger.critical("cluster node \(settings.nodeID) diverged \(divergence): rebuilding its replica")
-        state.withLock { state in
+        let now = ContinuousClock.now
+        let again = state.withLock { state in
             state.caughtUp = false
-            state.pendingCheckpoint = nil
+            state.pendingCheckpoints = []
+            state.recentRebuilds = state.recentRebuilds.filter { now - $0 < Self.rebuildWindow } + [now]
+            return state.recentRebuilds.count
         }
         onCutOff()
+        guard again <= Self.rebuildLimit else {
+            return halt("it diverged \(again) times in \(Self.rebuildWindow), rebuilding did not help")
+        }
+        // What it has applied drops to 0 first, so the keeper keeps the log after the checkpoint.
+        applied.store(0, ordering: .releasing)
+        try connection.query("UPDATE obs_nodes SET applied = 0 WHERE node = $1", [settings.nodeID])
         let image = try ClusterCheckpoint.load(on: connection)
         try load(image)
         state.withLock { state in
@@ -541,7 +560,11 @@ final class ClusterNode: Sendable {
                 try connection.query(
                     "UPDATE obs_nodes SET applied = $2 WHERE node = $1",
                     [settings.nodeID, "\(applied.load(ordering: .acquiring))"])
-                try checkDivergence(on: connection)
+                do {
+                    try checkDivergence(on: connection)
+                } catch let error as PGError where !error.connectionLost {
+                    logger.warning("cluster digest check: \(error)")
+                }
                 let live =
                     try connection.integer("SELECT count(*) FROM obs_nodes WHERE incarnation > reported_down") ?? 0
                 let head = try connection.integer("SELECT head FROM obs_cluster WHERE id = 1") ?? 0
@@ -573,16 +596,22 @@ final class ClusterNode: Sendable {
         finished.signal()
     }
 
-    /// The keeper writes the pending checkpoint, then deletes the log no live node needs.
+    /// The keeper writes the latest pending checkpoint the other nodes' digests confirmed, then
+    /// deletes the log no live node needs.
     private func checkpoint(on connection: PGConnection) throws {
-        if let pending = state.withLock({ $0.pendingCheckpoint }) {
+        let pending = state.withLock { state in
+            state.rebuild != nil
+                ? nil
+                : state.pendingCheckpoints.last { state.divergence.confirms($0.position, peers: state.nodes - 1) }
+        }
+        if let pending {
             let started = ContinuousClock.now
             if try ClusterCheckpoint.write(pending, on: connection) {
                 let elapsed = ContinuousClock.now - started
                 logger.info("cluster checkpoint at log position \(pending.position) written in \(elapsed)")
             }
             state.withLock { state in
-                if state.pendingCheckpoint?.position == pending.position { state.pendingCheckpoint = nil }
+                state.pendingCheckpoints.removeAll { $0.position <= pending.position }
                 state.checkpointed = max(state.checkpointed, pending.position)
             }
         }
@@ -593,9 +622,10 @@ final class ClusterNode: Sendable {
     /// Publishes this node's digest samples (and its current digest), then judges its pending
     /// samples against the other nodes' reports; outvoted, it has the tailer rebuild.
     private func checkDivergence(on connection: PGConnection) throws {
-        let (samples, positions, peers) = state.withLock { state in
-            state.divergence.sample(state.digestPosition, state.digest)
-            return (state.divergence.unpublished, state.divergence.pending.map(\.position), state.nodes - 1)
+        let (samples, positions, peers, generation) = state.withLock { state in
+            if state.rebuild == nil { state.divergence.sample(state.digestPosition, state.digest) }
+            let divergence = state.divergence
+            return (divergence.unpublished, divergence.pending.map(\.position), state.nodes - 1, divergence.generation)
         }
         if let last = samples.last {
             try connection.query(
@@ -608,19 +638,24 @@ final class ClusterNode: Sendable {
                     settings.nodeID, "{" + samples.map { "\($0.position)" }.joined(separator: ",") + "}",
                     PGConnection.arrayLiteral(samples.map(\.digest.hex)),
                 ])
-            state.withLock { $0.divergence.published(through: last.position) }
+            state.withLock { $0.divergence.published(through: last.position, generation: generation) }
         }
         guard peers > 0, !positions.isEmpty else { return }
         var reports: [Int: [String: String]] = [:]
         for row in try connection.query(
-            "SELECT seq, node, digest FROM obs_digests WHERE seq = ANY($1::bigint[]) AND node <> $2",
+            """
+            SELECT d.seq, d.node, d.digest FROM obs_digests d JOIN obs_nodes n USING (node)
+            WHERE d.seq = ANY($1::bigint[]) AND d.node <> $2 AND n.incarnation > n.reported_down
+            """,
             ["{" + positions.map { "\($0)" }.joined(separator: ",") + "}", settings.nodeID])
         {
             guard let position = row[0].flatMap({ Int($0) }), let node = row[1], let digest = row[2] else { continue }
             reports[position, default: [:]][node] = digest
         }
         let divergence = state.withLock { state -> Divergence? in
-            guard state.rebuild == nil, let found = state.divergence.judge(reports: reports, peers: peers) else {
+            guard state.rebuild == nil,
+                let found = state.divergence.judge(reports: reports, peers: peers, generation: generation)
+            else {
                 return nil
             }
             state.rebuild = found
