@@ -38,7 +38,20 @@ struct ChangeRecord {
 
     /// The whole record for `registration`: its own fields around the shared tail.
     static func encode(_ registration: Registration, tail: [UInt8]) -> [UInt8] {
-        var writer = JSONWriter(capacity: tail.count + 96)
+        var (prefix, suffix) = registration.recordFraming
+        if prefix.isEmpty { (prefix, suffix) = framing(of: registration) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(prefix.count + tail.count + suffix.count)
+        bytes.append(contentsOf: prefix)
+        bytes.append(contentsOf: tail)
+        bytes.append(contentsOf: suffix)
+        return bytes
+    }
+
+    /// A registration's part of its records: `{"observation":…,"object":…,"keyPath":…,` before
+    /// the tail, `,"context":…}` (or `}`) after it.
+    static func framing(of registration: Registration) -> (prefix: [UInt8], suffix: [UInt8]) {
+        var writer = JSONWriter(capacity: 96)
         writer.raw("{\"observation\":")
         writer.write(registration.id)
         writer.raw(",\"object\":")
@@ -46,12 +59,12 @@ struct ChangeRecord {
         writer.raw(",\"keyPath\":")
         writer.write(registration.keyPath.description)
         writer.raw(",")
-        writer.raw(tail)
+        var suffix = JSONWriter(capacity: 16)
         if let context = registration.context {
-            writer.raw(",\"context\":")
-            writer.write(context)
+            suffix.raw(",\"context\":")
+            suffix.write(context)
         }
-        writer.raw("}")
-        return writer.bytes
+        suffix.raw("}")
+        return (writer.bytes, suffix.bytes)
     }
 }

@@ -21,6 +21,9 @@ struct Registration: Sendable {
     var dependencies: Set<ObjectPath>
     /// Where the observed value is stored, when it is a stored value (to-many records).
     var location: ObjectPath?
+    /// Its change records' own bytes around the shared tail (`ChangeRecord.framing`), made once
+    /// when it is bound: a fan-out copies them instead of encoding its ids again.
+    var recordFraming: (prefix: [UInt8], suffix: [UInt8]) = ([], [])
 }
 
 /// A registration as clients see it.

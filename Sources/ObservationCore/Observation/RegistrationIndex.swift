@@ -92,7 +92,9 @@ struct RegistrationIndex: Sendable {
     /// The registrations a set of writes affects, each with the policy that governs it (the
     /// most eager of the policies of the keys written), in creation order.
     mutating func affected(by writes: [Write]) -> [(id: String, policy: NotifyPolicy)] {
-        var result: [String: NotifyPolicy] = [:]
+        var found: [(sequence: Int, id: String, policy: NotifyPolicy)] = []
+        // One write reaches each registration once (its candidates are a set); several may repeat one.
+        var positions: [String: Int]? = writes.count > 1 ? [:] : nil
         for write in writes {
             guard let byKey = dependents[write.location.objectID] else { continue }
             let candidates: Set<String>
@@ -101,31 +103,33 @@ struct RegistrationIndex: Sendable {
             } else {
                 candidates = byKey.values.reduce(into: Set<String>()) { $0.formUnion($1) }
             }
+            found.reserveCapacity(found.count + candidates.count)
             for id in candidates {
                 // Read in place: copying a registration out would retain every field it has.
-                let reads = registrations.inPlace(id) { registration in
-                    write.location.keys.isEmpty
+                let sequence = registrations.inPlace(id) { registration -> Int? in
+                    let reads =
+                        write.location.keys.isEmpty
                         || registration.dependencies.contains { !$0.keys.isEmpty && $0.overlaps(write.location) }
+                    return reads ? registration.sequence : nil
                 }
-                guard reads == true else { continue }
-                result[id] = Self.eager(result[id], write.policy)
+                guard let sequence = sequence ?? nil else { continue }
+                if let index = positions?[id] {
+                    found[index].policy = Self.eager(found[index].policy, write.policy)
+                    continue
+                }
+                positions?[id] = found.count
+                found.append((sequence, id, write.policy))
             }
         }
-        var ordered: [(sequence: Int, id: String, policy: NotifyPolicy)] = []
-        ordered.reserveCapacity(result.count)
-        for (id, policy) in result {
-            if let sequence = registrations.inPlace(id, { $0.sequence }) { ordered.append((sequence, id, policy)) }
-        }
-        ordered.sort { $0.sequence < $1.sequence }
-        return ordered.map { ($0.id, $0.policy) }
+        found.sort { $0.sequence < $1.sequence }
+        return found.map { ($0.id, $0.policy) }
     }
 
     private func inCreationOrder(_ list: [Registration]) -> [Registration] {
         list.sorted { $0.sequence < $1.sequence }
     }
 
-    private static func eager(_ a: NotifyPolicy?, _ b: NotifyPolicy) -> NotifyPolicy {
-        guard let a else { return b }
+    private static func eager(_ a: NotifyPolicy, _ b: NotifyPolicy) -> NotifyPolicy {
         if a == .always || b == .always { return .always }
         return a == .onChange || b == .onChange ? .onChange : .manual
     }

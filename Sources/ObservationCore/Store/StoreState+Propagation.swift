@@ -20,15 +20,17 @@ extension StoreState {
 
     /// Re-evaluates every registration the writes affect (after they were applied), re-binds
     /// its dependencies, and emits its records: every prior record first, then every post
-    /// record (section 6.2), in registration creation order.
+    /// record (section 6.2), in registration creation order. Registrations on the same object
+    /// and key path share one evaluation (the graph does not change while they are visited).
     mutating func propagate(_ writes: [Write], revision: Int, toMany: ToManyChange? = nil) {
         let affected = registrations.affected(by: writes)
         guard !affected.isEmpty else { return }
         var batch = RecordBatch()
+        var evaluations = EvaluationCache(enabled: affected.count > 1)
         for (id, policy) in affected {
             guard var registration = registrations.takeOut(id) else { continue }
             let old = registration.value
-            let new = reevaluate(&registration)
+            let new = reevaluate(&registration, sharing: &evaluations)
             let governing = registration.derivedPolicy ?? policy
             if governing == .always || (governing == .onChange && old != new) {
                 registration.notifiedValue = new
@@ -69,23 +71,64 @@ extension StoreState {
         registration.notifiedValue = value
         registration.dependencies = trace.paths
         registration.location = trace.valueLocation
+        registration.recordFraming = ChangeRecord.framing(of: registration)
         return registration
     }
 
     /// Reads a registration's key path anew (it is out of the index), moves its dependencies to
     /// what it read, and stores the value; returns it.
     private mutating func reevaluate(_ registration: inout Registration) -> JSON {
-        let trace = DependencyTrace()
-        let value = (try? graph.read(registration.keyPath, of: registration.objectID, trace: trace)) ?? .null
-        registrations.rebind(&registration, to: trace.paths)
-        registration.location = trace.valueLocation
-        registration.value = value
-        return value
+        var none = EvaluationCache(enabled: false)
+        return reevaluate(&registration, sharing: &none)
+    }
+
+    /// `reevaluate`, reusing what another registration on the same object and key path read.
+    private mutating func reevaluate(_ registration: inout Registration, sharing cache: inout EvaluationCache)
+        -> JSON
+    {
+        let evaluation = cache.evaluation(of: registration.keyPath, on: registration.objectID) {
+            let trace = DependencyTrace()
+            let value = (try? graph.read(registration.keyPath, of: registration.objectID, trace: trace)) ?? .null
+            return Evaluation(value: value, paths: trace.paths, location: trace.valueLocation)
+        }
+        registrations.rebind(&registration, to: evaluation.paths)
+        registration.location = evaluation.location
+        registration.value = evaluation.value
+        return evaluation.value
     }
 
     /// Emits a batch's records: every prior record, then every post record.
     private mutating func emit(_ batch: RecordBatch) {
         for (observerID, bytes) in batch.priors + batch.posts { emit("change", bytes, to: observerID) }
+    }
+}
+
+/// What reading a key path on an object gave: its value and the places it read.
+private struct Evaluation {
+    let value: JSON
+    let paths: Set<ObjectPath>
+    let location: ObjectPath?
+}
+
+/// Evaluations by (object, key path) during one propagation (off for a single registration:
+/// nothing to share, and the lookup would cost).
+private struct EvaluationCache {
+    private struct Key: Hashable {
+        let objectID: String
+        let keyPath: String
+    }
+
+    private var known: [Key: Evaluation]?
+
+    init(enabled: Bool) { known = enabled ? [:] : nil }
+
+    mutating func evaluation(of keyPath: KeyPath, on objectID: String, read: () -> Evaluation) -> Evaluation {
+        guard known != nil else { return read() }
+        let key = Key(objectID: objectID, keyPath: keyPath.description)
+        if let evaluation = known?[key] { return evaluation }
+        let evaluation = read()
+        known?[key] = evaluation
+        return evaluation
     }
 }
 
