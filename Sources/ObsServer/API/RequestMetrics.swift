@@ -4,7 +4,7 @@ import ObservationCore
 ///
 /// Latency runs from the request's first byte being parsed to its answer being queued,
 /// so a write's wait for durability is included. One lock guards all histograms; an
-/// observation is a dictionary lookup and two additions under it.
+/// observation is one dictionary lookup and a few additions under it.
 final class RequestMetrics: Sendable {
     /// Upper bounds in seconds (Prometheus `le`), then +Inf.
     static let bounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5]
@@ -12,7 +12,18 @@ final class RequestMetrics: Sendable {
     private struct Histogram {
         var buckets = [Int](repeating: 0, count: RequestMetrics.bounds.count + 1)
         var sum = 0.0
-        var statuses: [Int: Int] = [:]
+        /// Answers per status (a route has a handful: a list beats hashing).
+        var statuses: [(status: Int, count: Int)] = []
+
+        mutating func record(bucket: Int, seconds: Double, status: Int) {
+            buckets[bucket] += 1
+            sum += seconds
+            if let index = statuses.firstIndex(where: { $0.status == status }) {
+                statuses[index].count += 1
+            } else {
+                statuses.append((status, 1))
+            }
+        }
     }
 
     private let histograms = Locked<[String: Histogram]>([:])
@@ -20,9 +31,7 @@ final class RequestMetrics: Sendable {
     func record(route: String, status: Int, seconds: Double) {
         let bucket = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
         histograms.withLock { histograms in
-            histograms[route, default: Histogram()].buckets[bucket] += 1
-            histograms[route]?.sum += seconds
-            histograms[route]?.statuses[status, default: 0] += 1
+            histograms[route, default: Histogram()].record(bucket: bucket, seconds: seconds, status: status)
         }
     }
 
@@ -45,7 +54,7 @@ final class RequestMetrics: Sendable {
         text += "# HELP obs_http_responses_total Answers per route and status.\n"
         text += "# TYPE obs_http_responses_total counter\n"
         for (route, histogram) in snapshot.sorted(by: { $0.key < $1.key }) {
-            for (status, count) in histogram.statuses.sorted(by: { $0.key < $1.key }) {
+            for (status, count) in histogram.statuses.sorted(by: { $0.status < $1.status }) {
                 text += "obs_http_responses_total{route=\"\(Self.escape(route))\",status=\"\(status)\"} \(count)\n"
             }
         }

@@ -54,11 +54,21 @@ struct HTTPRequest: Sendable {
 /// (overlong forms included) become U+FFFD, so they can never spell a valid id or key path.
 enum PercentDecoding {
     /// The segments of a path: `"/a/b%2Fc"` is `["a", "b/c"]`, `"/"` is `[]`.
+    /// One pass over the bytes (every request's path goes through here).
     static func segments(of path: String) -> [String] {
-        var utf8 = Substring(path).utf8
-        if utf8.first == UInt8(ascii: "/") { utf8 = utf8.dropFirst() }
-        if utf8.isEmpty { return [] }
-        return utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map(decode)
+        var path = path
+        return path.withUTF8 { bytes in
+            var start = bytes.first == UInt8(ascii: "/") ? 1 : 0
+            guard start < bytes.count else { return [] }
+            var segments: [String] = []
+            segments.reserveCapacity(8)
+            for index in start...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                let segment = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                segments.append(segment.utf8.contains(UInt8(ascii: "%")) ? decode(segment) : segment)
+                start = index + 1
+            }
+            return segments
+        }
     }
 
     static func decode(_ text: String) -> String { decode(Substring(text).utf8) }
