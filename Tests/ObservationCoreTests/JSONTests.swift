@@ -36,6 +36,14 @@ struct JSONTests {
         #expect(throws: CoreError.self) { try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
     }
 
+    @Test(
+        "integers are written as their decimal digits", arguments: [0, 7, 9, 10, 99, 100, 12_345, -1, -10, .max, .min])
+    func integers(number: Int) {
+        var writer = JSONWriter()
+        writer.write(number)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == String(number))
+    }
+
     @Test("nesting is limited to 64 levels by default")
     func depthLimit() throws {
         let ok = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)

@@ -58,12 +58,25 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// Decimal digits straight into the buffer (no `String` in between: revisions and ids are
+    /// written into every record and answer).
     public mutating func write(_ number: Int) {
-        if number >= 0 && number < 10 {
-            bytes.append(UInt8(ascii: "0") + UInt8(number))
-            return
+        if number < 0 {
+            bytes.append(UInt8(ascii: "-"))
+            guard number != .min else {
+                bytes.append(contentsOf: "9223372036854775808".utf8)
+                return
+            }
         }
-        bytes.append(contentsOf: String(number).utf8)
+        let magnitude = number.magnitude
+        var divisor: UInt = 1
+        while divisor <= magnitude / 10 { divisor *= 10 }
+        var rest = magnitude
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
+        }
     }
 
     public mutating func write(_ number: Double) {

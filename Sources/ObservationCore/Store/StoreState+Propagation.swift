@@ -25,7 +25,7 @@ extension StoreState {
     mutating func propagate(_ writes: [Write], revision: Int, toMany: ToManyChange? = nil) {
         let affected = registrations.affected(by: writes)
         guard !affected.isEmpty else { return }
-        var batch = RecordBatch()
+        var batch = RecordBatch(sharesTails: affected.count > 1)
         var evaluations = EvaluationCache(enabled: affected.count > 1)
         for (id, policy) in affected {
             guard var registration = registrations.takeOut(id) else { continue }
@@ -45,7 +45,7 @@ extension StoreState {
     /// `old` = the value at its last notification and `new` = the value now.
     mutating func notifyManually(_ id: String, keyPaths: [KeyPath], revision: Int) {
         let wanted = Set(keyPaths.map(\.description))
-        var batch = RecordBatch()
+        var batch = RecordBatch(sharesTails: true)
         for chosen in registrations.observing(id) where wanted.contains(chosen.keyPath.description) {
             guard var registration = registrations.takeOut(chosen.id) else { continue }
             let old = registration.notifiedValue
@@ -138,6 +138,10 @@ private struct RecordBatch {
     var priors: [(String, [UInt8])] = []
     var posts: [(String, [UInt8])] = []
     private var tails: [TailKey: [UInt8]] = [:]
+    /// Off for a single registration: nothing to share, and the lookup would cost.
+    let sharesTails: Bool
+
+    init(sharesTails: Bool) { self.sharesTails = sharesTails }
 
     mutating func add(_ registration: Registration, old: JSON, new: JSON, revision: Int, toMany: ToManyChange?) {
         var record = ChangeRecord(revision: revision)
@@ -161,6 +165,7 @@ private struct RecordBatch {
     }
 
     private mutating func encode(_ registration: Registration, _ record: ChangeRecord) -> [UInt8] {
+        guard sharesTails else { return ChangeRecord.encode(registration, tail: record.encodedTail()) }
         let key = TailKey(
             objectID: registration.objectID, keyPath: registration.keyPath.description, kind: record.kind,
             hasOld: record.old != nil, hasNew: record.new != nil, prior: record.flag == .prior)
