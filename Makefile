@@ -12,7 +12,7 @@ TSAN_DIR   := .build-tsan
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release deps deps-browser deps-blackbox deps-cluster deps-bench test test-swift test-blackbox test-tsan lint bench bench-peers bench-cluster soak clean help
+.PHONY: run build release deps deps-browser deps-blackbox deps-cluster deps-bench test test-swift test-blackbox test-bench-smoke test-tsan lint bench bench-peers bench-cluster soak clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -73,7 +73,7 @@ run: release
 ## (SIGKILL, schemathesis, browser) against the binary, then all Swift suites again under ThreadSanitizer
 ## with a data directory per test server (OBS_TEST_DURABLE=1; OBS_TSAN=1 swaps Mutex for a lock TSan can
 ## see: see Sources/ObservationCore/Locked.swift).
-test: deps lint test-swift test-blackbox test-tsan
+test: deps lint test-swift test-blackbox test-bench-smoke test-tsan
 
 lint: $(VENV)/.ready
 	$(SWIFT) format lint --strict -r Sources Tests
@@ -95,6 +95,11 @@ PEERS_CMD  := python3 ../shared/bench/bench.py run --targets obsserver,nchan --w
 
 ## Our own wrk load tests, then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll
 ## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
+## The bench cannot rot: ../shared/bench's W1-W4 and the cluster bench, a few seconds each, on the
+## debug build; checks deliveries, gaps and errors, never timings.
+test-bench-smoke: deps-bench deps-cluster
+	python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
+
 bench: deps-bench release bench-peers bench-cluster
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
