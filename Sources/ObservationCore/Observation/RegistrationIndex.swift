@@ -103,7 +103,8 @@ struct RegistrationIndex: Sendable {
             } else {
                 candidates = byKey.values.reduce(into: Set<String>()) { $0.formUnion($1) }
             }
-            found.reserveCapacity(found.count + candidates.count)
+            // Once: reserving again for every write could copy the list every time.
+            if found.isEmpty { found.reserveCapacity(candidates.count) }
             for id in candidates {
                 // Read in place: copying a registration out would retain every field it has.
                 let sequence = registrations.inPlace(id) { registration -> Int? in
