@@ -83,23 +83,11 @@ struct StreamOutbox {
         bytes.removeAll(keepingCapacity: true)
         if event.id > 0 {
             bytes.append(contentsOf: "id: ".utf8)
-            appendDecimal(event.id, to: &bytes)
+            JSONWriter.appendDecimal(event.id, to: &bytes)
             bytes.append(0x0A)
         }
         bytes.append(contentsOf: "event: ".utf8)
         bytes.append(contentsOf: event.name.utf8)
         bytes.append(contentsOf: "\ndata: ".utf8)
-    }
-
-    /// `value`'s decimal digits (no String in between: this runs once per event per stream).
-    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
-        var divisor = 1
-        while divisor <= value / 10 { divisor *= 10 }
-        var rest = value
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
-        }
     }
 }

@@ -58,16 +58,12 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    /// Decimal digits straight into the buffer (no `String` in between: revisions and ids are
-    /// written into every record and answer).
-    public mutating func write(_ number: Int) {
-        if number < 0 {
-            bytes.append(UInt8(ascii: "-"))
-            guard number != .min else {
-                bytes.append(contentsOf: "9223372036854775808".utf8)
-                return
-            }
-        }
+    public mutating func write(_ number: Int) { Self.appendDecimal(number, to: &bytes) }
+
+    /// `number`'s decimal digits straight into `bytes`, no `String` in between: revisions and
+    /// ids go into every record and answer, and event ids into every SSE frame.
+    public static func appendDecimal(_ number: Int, to bytes: inout [UInt8]) {
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
         let magnitude = number.magnitude
         var divisor: UInt = 1
         while divisor <= magnitude / 10 { divisor *= 10 }
