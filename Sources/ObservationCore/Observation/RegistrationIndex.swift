@@ -7,8 +7,8 @@
 /// Every list it hands out is in creation order (`sequence`), never in hash order.
 struct RegistrationIndex: Sendable {
     private var registrations: [String: Registration] = [:]
-    /// Registration ids by object, then by the top-level key they read ("" for the object's existence).
-    private var dependents: [String: [String: Set<String>]] = [:]
+    /// Registration ids by the places they read (a write finds what it affects there).
+    private var dependents = DependentIndex()
     /// Registration ids by the object they observe.
     private var byObject: [String: Set<String>] = [:]
     /// Registration ids by observer, then by (object, key path): the deduplication table.
@@ -60,14 +60,14 @@ struct RegistrationIndex: Sendable {
         registrations[registration.id] = registration
         byObject[registration.objectID, default: []].insert(registration.id)
         byObserver[registration.observerID, default: [:]][registration.target] = registration.id
-        for path in registration.dependencies { addDependent(registration.id, at: path) }
+        for path in registration.dependencies { dependents.add(registration.id, at: path) }
     }
 
     /// Takes a registration out of every index; returns it.
     @discardableResult
     mutating func remove(_ id: String) -> Registration? {
         guard let registration = registrations.removeValue(forKey: id) else { return nil }
-        for path in registration.dependencies { removeDependent(id, at: path) }
+        for path in registration.dependencies { dependents.remove(id, at: path) }
         byObject[registration.objectID]?.remove(id)
         if byObject[registration.objectID]?.isEmpty == true { byObject[registration.objectID] = nil }
         byObserver[registration.observerID]?[registration.target] = nil
@@ -81,12 +81,16 @@ struct RegistrationIndex: Sendable {
 
     mutating func putBack(_ registration: Registration) { registrations[registration.id] = registration }
 
+    /// Changes a registration where it is (no copy, no re-insertion); `body` may move its
+    /// dependencies (`DependentIndex.rebind`). Nil when there is no such registration.
+    mutating func update<T>(_ id: String, _ body: (inout Registration, inout DependentIndex) -> T) -> T? {
+        guard let index = registrations.index(forKey: id) else { return nil }
+        return body(&registrations.values[index], &dependents)
+    }
+
     /// Moves a registration's entries in the dependency index to `paths` (what it reads now).
     mutating func rebind(_ registration: inout Registration, to paths: Set<ObjectPath>) {
-        guard paths != registration.dependencies else { return }
-        for path in registration.dependencies.subtracting(paths) { removeDependent(registration.id, at: path) }
-        for path in paths.subtracting(registration.dependencies) { addDependent(registration.id, at: path) }
-        registration.dependencies = paths
+        dependents.rebind(&registration, to: paths)
     }
 
     /// The registrations a set of writes affects, each with the policy that governs it (the
@@ -96,7 +100,7 @@ struct RegistrationIndex: Sendable {
         // One write reaches each registration once (its candidates are a set); several may repeat one.
         var positions: [String: Int]? = writes.count > 1 ? [:] : nil
         for write in writes {
-            guard let byKey = dependents[write.location.objectID] else { continue }
+            guard let byKey = dependents.table[write.location.objectID] else { continue }
             let candidates: Set<String>
             if let first = write.location.keys.first {
                 candidates = byKey[first] ?? []
@@ -135,15 +139,29 @@ struct RegistrationIndex: Sendable {
         return a == .onChange || b == .onChange ? .onChange : .manual
     }
 
-    private mutating func addDependent(_ id: String, at path: ObjectPath) {
-        dependents[path.objectID, default: [:]][path.keys.first ?? "", default: []].insert(id)
+}
+
+/// Registration ids by object, then by the top-level key they read ("" for the object's existence).
+struct DependentIndex: Sendable {
+    private(set) var table: [String: [String: Set<String>]] = [:]
+
+    /// Moves a registration's entries to `paths` (what it reads now).
+    mutating func rebind(_ registration: inout Registration, to paths: Set<ObjectPath>) {
+        guard paths != registration.dependencies else { return }
+        for path in registration.dependencies.subtracting(paths) { remove(registration.id, at: path) }
+        for path in paths.subtracting(registration.dependencies) { add(registration.id, at: path) }
+        registration.dependencies = paths
     }
 
-    private mutating func removeDependent(_ id: String, at path: ObjectPath) {
+    mutating func add(_ id: String, at path: ObjectPath) {
+        table[path.objectID, default: [:]][path.keys.first ?? "", default: []].insert(id)
+    }
+
+    mutating func remove(_ id: String, at path: ObjectPath) {
         let key = path.keys.first ?? ""
-        dependents[path.objectID]?[key]?.remove(id)
-        if dependents[path.objectID]?[key]?.isEmpty == true { dependents[path.objectID]?[key] = nil }
-        if dependents[path.objectID]?.isEmpty == true { dependents[path.objectID] = nil }
+        table[path.objectID]?[key]?.remove(id)
+        if table[path.objectID]?[key]?.isEmpty == true { table[path.objectID]?[key] = nil }
+        if table[path.objectID]?.isEmpty == true { table[path.objectID] = nil }
     }
 }
 

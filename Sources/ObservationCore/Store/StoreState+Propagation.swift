@@ -27,16 +27,22 @@ extension StoreState {
         guard !affected.isEmpty else { return }
         var batch = RecordBatch(sharesTails: affected.count > 1)
         var evaluations = EvaluationCache(enabled: affected.count > 1)
+        let graph = self.graph  // read while the registrations change in place
         for (id, policy) in affected {
-            guard var registration = registrations.takeOut(id) else { continue }
-            let old = registration.value
-            let new = reevaluate(&registration, sharing: &evaluations)
-            let governing = registration.derivedPolicy ?? policy
-            if governing == .always || (governing == .onChange && old != new) {
-                registration.notifiedValue = new
-                batch.add(registration, old: old, new: new, revision: revision, toMany: toMany)
+            registrations.update(id) { registration, dependents in
+                let old = registration.value
+                let evaluation = evaluations.evaluation(of: registration.keyPath, on: registration.objectID) {
+                    Self.evaluate(registration.keyPath, of: registration.objectID, in: graph)
+                }
+                dependents.rebind(&registration, to: evaluation.paths)
+                registration.location = evaluation.location
+                registration.value = evaluation.value
+                let governing = registration.derivedPolicy ?? policy
+                if governing == .always || (governing == .onChange && old != evaluation.value) {
+                    registration.notifiedValue = evaluation.value
+                    batch.add(registration, old: old, new: evaluation.value, revision: revision, toMany: toMany)
+                }
             }
-            registrations.putBack(registration)
         }
         emit(batch)
     }
@@ -87,14 +93,19 @@ extension StoreState {
         -> JSON
     {
         let evaluation = cache.evaluation(of: registration.keyPath, on: registration.objectID) {
-            let trace = DependencyTrace()
-            let value = (try? graph.read(registration.keyPath, of: registration.objectID, trace: trace)) ?? .null
-            return Evaluation(value: value, paths: trace.paths, location: trace.valueLocation)
+            Self.evaluate(registration.keyPath, of: registration.objectID, in: graph)
         }
         registrations.rebind(&registration, to: evaluation.paths)
         registration.location = evaluation.location
         registration.value = evaluation.value
         return evaluation.value
+    }
+
+    /// Reads `keyPath` of `objectID`: its value and the places it read.
+    fileprivate static func evaluate(_ keyPath: KeyPath, of objectID: String, in graph: ObjectGraph) -> Evaluation {
+        let trace = DependencyTrace()
+        let value = (try? graph.read(keyPath, of: objectID, trace: trace)) ?? .null
+        return Evaluation(value: value, paths: trace.paths, location: trace.valueLocation)
     }
 
     /// Emits a batch's records: every prior record, then every post record.
