@@ -7,21 +7,18 @@ extension ServiceAPI {
     func execute(_ action: Command.Action, finish: (@Sendable (inout HTTPResponse) -> Void)? = nil) throws
         -> HTTPResponse
     {
-        guard let cluster else {
-            var response = HTTPResponse.answer(try store.issue(action))
+        let answer: @Sendable (Outcome) -> HTTPResponse = { outcome in
+            var response = HTTPResponse.answer(outcome)
             finish?(&response)
             return response
         }
+        guard let cluster else { return answer(try store.issue(action)) }
         let deferred = DeferredAnswer()
         cluster.submit(Command(time: .now(), action)) { result in
             deferred.resolve {
                 switch result {
-                case .success(let outcome):
-                    var response = HTTPResponse.answer(outcome)
-                    finish?(&response)
-                    return response
-                case .failure(let error):
-                    return APIError(error).response
+                case .success(let outcome): answer(outcome)
+                case .failure(let error): APIError(error).response
                 }
             }
         }

@@ -38,8 +38,8 @@ struct ChangeRecord {
 
     /// The whole record for `registration`: its own fields around the shared tail.
     static func encode(_ registration: Registration, tail: [UInt8]) -> [UInt8] {
-        var (prefix, suffix) = registration.recordFraming
-        if prefix.isEmpty { (prefix, suffix) = framing(of: registration) }
+        let (prefix, suffix) = registration.recordFraming
+        assert(!prefix.isEmpty, "a registration makes records once it is bound (`bind` frames them)")
         var bytes: [UInt8] = []
         bytes.reserveCapacity(prefix.count + tail.count + suffix.count)
         bytes.append(contentsOf: prefix)

@@ -1,7 +1,8 @@
 /// A min-heap of deadlines, at most one per id: scheduling an id again moves its deadline,
 /// and cancelling removes it. Equal deadlines come out in id order, whatever order they went
-/// in (a replica rebuilt from a checkpoint must expire leases in the same order). Its size is the number of ids with a deadline, however often
-/// they move (a keepalive per second does not grow it).
+/// in (a replica rebuilt from a checkpoint must expire leases in the same order). Its size is
+/// the number of ids with a deadline, however often they move (a keepalive per second does
+/// not grow it).
 struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
     private var entries: [(deadline: Deadline, id: String)] = []
     /// Where each id's entry is in `entries`.

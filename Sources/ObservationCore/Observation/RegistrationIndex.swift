@@ -75,22 +75,11 @@ struct RegistrationIndex: Sendable {
         return registration
     }
 
-    /// Takes a registration out to change it in place (its index entries stay); give it back
-    /// with `putBack`. Moving it out and back never copies it (a copy would retain every field).
-    mutating func takeOut(_ id: String) -> Registration? { registrations.removeValue(forKey: id) }
-
-    mutating func putBack(_ registration: Registration) { registrations[registration.id] = registration }
-
     /// Changes a registration where it is (no copy, no re-insertion); `body` may move its
     /// dependencies (`DependentIndex.rebind`). Nil when there is no such registration.
     mutating func update<T>(_ id: String, _ body: (inout Registration, inout DependentIndex) -> T) -> T? {
         guard let index = registrations.index(forKey: id) else { return nil }
         return body(&registrations.values[index], &dependents)
-    }
-
-    /// Moves a registration's entries in the dependency index to `paths` (what it reads now).
-    mutating func rebind(_ registration: inout Registration, to paths: Set<ObjectPath>) {
-        dependents.rebind(&registration, to: paths)
     }
 
     /// The registrations a set of writes affects, each with the policy that governs it (the
@@ -138,7 +127,6 @@ struct RegistrationIndex: Sendable {
         if a == .always || b == .always { return .always }
         return a == .onChange || b == .onChange ? .onChange : .manual
     }
-
 }
 
 /// Registration ids by object, then by the top-level key they read ("" for the object's existence).

@@ -31,16 +31,11 @@ extension StoreState {
         for (id, policy) in affected {
             registrations.update(id) { registration, dependents in
                 let old = registration.value
-                let evaluation = evaluations.evaluation(of: registration.keyPath, on: registration.objectID) {
-                    Self.evaluate(registration.keyPath, of: registration.objectID, in: graph)
-                }
-                dependents.rebind(&registration, to: evaluation.paths)
-                registration.location = evaluation.location
-                registration.value = evaluation.value
+                let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
                 let governing = registration.derivedPolicy ?? policy
-                if governing == .always || (governing == .onChange && old != evaluation.value) {
-                    registration.notifiedValue = evaluation.value
-                    batch.add(registration, old: old, new: evaluation.value, revision: revision, toMany: toMany)
+                if governing == .always || (governing == .onChange && old != new) {
+                    registration.notifiedValue = new
+                    batch.add(registration, old: old, new: new, revision: revision, toMany: toMany)
                 }
             }
         }
@@ -52,13 +47,15 @@ extension StoreState {
     mutating func notifyManually(_ id: String, keyPaths: [KeyPath], revision: Int) {
         let wanted = Set(keyPaths.map(\.description))
         var batch = RecordBatch(sharesTails: true)
+        var evaluations = EvaluationCache(enabled: false)
+        let graph = self.graph
         for chosen in registrations.observing(id) where wanted.contains(chosen.keyPath.description) {
-            guard var registration = registrations.takeOut(chosen.id) else { continue }
-            let old = registration.notifiedValue
-            let new = reevaluate(&registration)
-            registration.notifiedValue = new
-            batch.add(registration, old: old, new: new, revision: revision, toMany: nil)
-            registrations.putBack(registration)
+            registrations.update(chosen.id) { registration, dependents in
+                let old = registration.notifiedValue
+                let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
+                registration.notifiedValue = new
+                batch.add(registration, old: old, new: new, revision: revision, toMany: nil)
+            }
         }
         emit(batch)
     }
@@ -81,28 +78,24 @@ extension StoreState {
         return registration
     }
 
-    /// Reads a registration's key path anew (it is out of the index), moves its dependencies to
-    /// what it read, and stores the value; returns it.
-    private mutating func reevaluate(_ registration: inout Registration) -> JSON {
-        var none = EvaluationCache(enabled: false)
-        return reevaluate(&registration, sharing: &none)
-    }
-
-    /// `reevaluate`, reusing what another registration on the same object and key path read.
-    private mutating func reevaluate(_ registration: inout Registration, sharing cache: inout EvaluationCache)
-        -> JSON
-    {
+    /// Reads a registration's key path anew (or takes what another registration on the same
+    /// object and key path read in this change), moves its dependencies to what it read, and
+    /// stores the value; returns it.
+    private static func reevaluate(
+        _ registration: inout Registration, in graph: ObjectGraph, dependents: inout DependentIndex,
+        sharing cache: inout EvaluationCache
+    ) -> JSON {
         let evaluation = cache.evaluation(of: registration.keyPath, on: registration.objectID) {
-            Self.evaluate(registration.keyPath, of: registration.objectID, in: graph)
+            evaluate(registration.keyPath, of: registration.objectID, in: graph)
         }
-        registrations.rebind(&registration, to: evaluation.paths)
+        dependents.rebind(&registration, to: evaluation.paths)
         registration.location = evaluation.location
         registration.value = evaluation.value
         return evaluation.value
     }
 
     /// Reads `keyPath` of `objectID`: its value and the places it read.
-    fileprivate static func evaluate(_ keyPath: KeyPath, of objectID: String, in graph: ObjectGraph) -> Evaluation {
+    private static func evaluate(_ keyPath: KeyPath, of objectID: String, in graph: ObjectGraph) -> Evaluation {
         let trace = DependencyTrace()
         let value = (try? graph.read(keyPath, of: objectID, trace: trace)) ?? .null
         return Evaluation(value: value, paths: trace.paths, location: trace.valueLocation)
