@@ -70,6 +70,35 @@ struct ConnectionTests {
             #expect(try stream.next()?["new"] == 1)
         }
     }
+
+    @Test("--connection-memory bounds a request's headers: 431 past it, and it is checked")
+    func headerRoom() throws {
+        try withServer { server, _ throws in
+            #expect(try statusOfRequest(port: server.port, headerBytes: 7_000) == 200)
+            #expect(try statusOfRequest(port: server.port, headerBytes: 9_000) == 431)
+        }
+        try withServer(configure: { $0.connectionMemory = 16 * 1024 }) { server, _ throws in
+            #expect(try statusOfRequest(port: server.port, headerBytes: 9_000) == 200)
+        }
+        var config = ServerConfig()
+        config.connectionMemory = 1024
+        #expect(throws: ConfigError.self) { try config.validate() }
+    }
+}
+
+/// The status a `GET /healthz` with an extra header of `headerBytes` bytes is answered with.
+private func statusOfRequest(port: UInt16, headerBytes: Int) throws -> Int {
+    let socket = try connectLoopback(port: port)
+    defer { close(socket) }
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    let filler = String(repeating: "a", count: headerBytes)
+    let request = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: \(filler)\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+    guard count >= 12 else { throw TestClientError("no answer to a request with \(headerBytes) header bytes") }
+    return Int(String(decoding: buffer[9..<12], as: UTF8.self)) ?? 0
 }
 
 /// A connection that has been served one request (so the server has accepted and counted it).

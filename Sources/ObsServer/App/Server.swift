@@ -86,6 +86,7 @@ final class Server: Sendable {
         options.connectionLimit = config.effectiveMaxConnections
         options.connectionsPerAddress = config.maxConnectionsPerAddress
         options.connectionTimeout = config.connectionTimeout
+        options.connectionMemoryLimit = config.connectionMemory
         options.peerTimeout = .seconds(config.peerTimeout)
         options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
         let durable = committer != nil

@@ -42,6 +42,10 @@ struct ServerConfig: Sendable {
     /// Seconds without progress before a connection is closed (idle keep-alive, slow headers,
     /// a stream client that stopped reading); parked streams never time out.
     var connectionTimeout = 60
+    /// Bytes of libmicrohttpd buffer per connection: request headers must fit in it (431
+    /// otherwise; cookies count twice, libmicrohttpd copies them), and an idle event stream
+    /// holds all of it.
+    var connectionMemory = 8 * 1024
     /// Seconds TCP keeps trying a silent stream client (keep-alive probes, `TCP_USER_TIMEOUT`).
     var peerTimeout = 30
     /// With `--data-dir`: a checkpoint every this many commands (restarts replay fewer).
@@ -93,6 +97,9 @@ struct ServerConfig: Sendable {
         if let cluster, cluster.isEmpty { throw ConfigError("--cluster must not be empty") }
         if let nodeID, nodeID.isEmpty || nodeID.contains("#") {
             throw ConfigError("--node-id must be a non-empty name without '#'")
+        }
+        if connectionMemory < 4096 || connectionMemory > 1 << 20 {
+            throw ConfigError("--connection-memory must be 4096–1048576 bytes")
         }
         if maxConnectionsPerAddress < 0 { throw ConfigError("--max-connections-per-address must be 0 or more") }
         if heartbeatInterval <= .zero || heartbeatInterval > .seconds(15) {

@@ -263,6 +263,12 @@ final class HTTPDaemon: Sendable {
         if let onAnswer = options.onAnswer {
             onAnswer(answer.route, answer.status, (ContinuousClock.now - pending.started).inSeconds)
         }
+        if answer.stream != nil {
+            // The request lives as long as its stream (libmicrohttpd completes it at the end):
+            // what only the handler needed goes now, to keep idle streams small.
+            pending.headers = HTTPHeaders()
+            pending.body = []
+        }
         return queue(answer, connection)
     }
 
@@ -295,7 +301,10 @@ final class HTTPDaemon: Sendable {
             watch = watcher.watch(socket) { [weak stream] in stream?.abort() }
         }
         let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self, watch: watch)).toOpaque()
-        guard let created = cmhd_create_stream_response(4 * 1024, Self.streamReader, context, Self.streamFreed) else {
+        guard
+            let created = cmhd_create_stream_response(
+                Self.streamBlockBytes, Self.streamReader, context, Self.streamFreed)
+        else {
             Unmanaged<StreamContext>.fromOpaque(context).release()
             if let watch { watcher.unwatch(socket, token: watch) }
             stream.finish()  // the stream leaves the counts it entered when it was opened
@@ -314,6 +323,11 @@ final class HTTPDaemon: Sendable {
         for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
+
+    /// The buffer libmicrohttpd allocates (zeroed) with each stream's response. Chunked (HTTP/1.1)
+    /// streams never use it: they are read straight into the connection's own buffer. Only an
+    /// HTTP/1.0 stream reads through it, in pieces of this size. Small keeps idle streams cheap.
+    private static let streamBlockBytes = 256
 
     /// Called when the socket can take more of a stream.
     private static let streamReader: MHD_ContentReaderCallback = { context, _, buffer, max in
