@@ -21,6 +21,17 @@ extension HTTPRequest {
         return value
     }
 
+    /// The on/off query argument `name` (`1`/`true` or `0`/`false`); false when absent or empty.
+    func flagQuery(_ name: String) throws -> Bool {
+        switch stringQuery(name) {
+        case nil, "0", "false": return false
+        case "1", "true": return true
+        default:
+            throw CoreError(
+                .invalidRequest, "query '\(name)' must be 1 or 0 (true or false)", details: ["field": .string(name)])
+        }
+    }
+
     /// The query argument `name`, nil when absent or empty.
     func stringQuery(_ name: String) -> String? {
         guard let value = query[name], !value.isEmpty else { return nil }

@@ -49,6 +49,10 @@ extension HTTPResponse {
             var response = HTTPResponse.json(.object(observer.summaryJSON), status: 201)
             response.headers.append(("Location", "/v1/observers/\(observer.id)"))
             return response
+        case .barrier(let revision):
+            var response = HTTPResponse.json(["revision": .int(revision)])
+            response.reportsDurableChange = false  // a barrier changes nothing: nothing to wait for
+            return response
         case .leaseRenewed(let expiresAt):
             var response = HTTPResponse.json(["expiresAt": expiresAt.map { .string($0.rfc3339) } ?? .null])
             response.reportsDurableChange = false  // leases are not stored: nothing to wait for

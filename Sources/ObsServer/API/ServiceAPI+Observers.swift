@@ -33,6 +33,9 @@ extension ServiceAPI {
         router.on(.post, "/v1/observers/{id}/keepalive") { _, parameters in
             try execute(.keepalive(observer: parameters["id"]))
         }
+        router.on(.post, "/v1/observers/{id}/progress") { _, parameters in
+            try execute(.progress(observer: parameters["id"]))
+        }
         registerObservations(in: &router)
     }
 

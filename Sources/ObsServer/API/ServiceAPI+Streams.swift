@@ -11,46 +11,62 @@ extension ServiceAPI {
         }
     }
 
-    /// Opens an SSE stream on an observer's log (nil: the admin log), resuming after
-    /// `Last-Event-ID` / `?lastEventId=` when given (section 7).
+    /// Opens an event stream on an observer's log (nil: the admin log), resuming after
+    /// `Last-Event-ID` / `?lastEventId=` when given (section 7), with the options of 7.2.
     private func openStream(_ request: HTTPRequest, observerID: String?) throws -> HTTPResponse {
+        var options = StreamOptions(
+            framing: Self.wantsNDJSON(request) ? .ndjson : .sse, commits: try request.flagQuery("commits"),
+            progress: try request.flagQuery("progress"), retryMilliseconds: Int.random(in: 2_000...5_000))
+        if options.framing == .ndjson { options.retryMilliseconds = 0 }
         let resumeText = request.headers.lastEventID ?? request.stringQuery("lastEventId")
-        var resumeAfter: Int?
-        if let resumeText {
-            guard let value = Int(resumeText.trimmingCharacters(in: .whitespaces)), value >= 0 else {
-                throw CoreError(.invalidRequest, "Last-Event-ID must be a non-negative integer, not '\(resumeText)'")
-            }
-            resumeAfter = value
-        }
         let (log, close) = try cluster.map { try clusterStream(of: observerID, $0) } ?? localStream(of: observerID)
-        var cursor: Int
+        // The revision first, then the log: the replay up to its last visible event then holds
+        // every event of that revision and before (`synced`).
+        let settled = store.settledRevision
+        let visible = log.visibleID
+        var cursor = 0
         var prelude: [Event] = []
         var rebuild: RebuildSource?
-        switch log.resumePoint(after: resumeAfter) {
-        case .after(let id):
-            cursor = id
-        case .reset(let oldestAvailable, let last):
-            // The resume point is gone: reset, then (for an observer) the state to rebuild from.
+        func reset(_ reason: String, oldestAvailable: Int, last: Int) {
+            // The resume point is gone, or never was: reset, then (for an observer) the state to rebuild from.
             cursor = last
             prelude.append(
                 Event(
                     id: 0, name: "reset",
-                    data: JSON.object(["reason": "gap", "oldestAvailable": .int(oldestAvailable)]).encoded()))
+                    data: JSON.object(["reason": .string(reason), "oldestAvailable": .int(oldestAvailable)]).encoded()))
             if let observerID {
                 rebuild = RebuildSource { [store] after, maxBytes in
                     store.rebuildRecords(of: observerID, after: after, maxBytes: maxBytes)
                 }
             }
         }
+        let resumeAfter = resumeText.map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        if let resumeAfter, resumeAfter.map({ $0 < 0 || $0 > log.lastID }) ?? true {
+            // Not an id this log ever made: never a stuck stream (section 7.2).
+            reset("unknown", oldestAvailable: log.oldestID, last: log.lastID)
+        } else {
+            switch log.resumePoint(after: resumeAfter ?? nil) {
+            case .after(let id): cursor = id
+            case .reset(let oldestAvailable, let last): reset("gap", oldestAvailable: oldestAvailable, last: last)
+            }
+        }
         let stream = EventStream(
-            log: log, cursor: cursor, prelude: prelude, rebuild: rebuild, counters: hub.counters
+            log: log, cursor: cursor, prelude: prelude, rebuild: rebuild,
+            replayEnd: ReplayEnd(lastEventID: max(cursor, visible), revision: settled), options: options,
+            counters: hub.counters, settledRevision: { [store] in store.settledRevision }
         ) {
             [hub] stream in
             hub.remove(stream)
             close()
         }
         hub.add(stream)
-        return .eventStream(stream)
+        return .eventStream(stream, ndjson: options.framing == .ndjson)
+    }
+
+    /// Whether the client asked for NDJSON (section 7.2) rather than Server-Sent Events.
+    private static func wantsNDJSON(_ request: HTTPRequest) -> Bool {
+        guard let accept = request.headers.accept?.lowercased() else { return false }
+        return accept.contains("application/x-ndjson") && !accept.contains("text/event-stream")
     }
 
     /// A single server's stream: opening and closing are commands applied here.

@@ -41,10 +41,12 @@ struct HTTPResponse: Sendable {
         }
     }
 
-    /// A `text/event-stream` response fed by `stream`.
-    static func eventStream(_ stream: any StreamBody) -> HTTPResponse {
-        var response = HTTPResponse(status: 200, contentType: "text/event-stream", body: [], stream: stream)
-        response.headers = [("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no")]
+    /// An event stream fed by `stream`: `text/event-stream`, or `application/x-ndjson`. Never
+    /// stored or buffered by caches and proxies (section 7.2).
+    static func eventStream(_ stream: any StreamBody, ndjson: Bool = false) -> HTTPResponse {
+        var response = HTTPResponse(
+            status: 200, contentType: ndjson ? "application/x-ndjson" : "text/event-stream", body: [], stream: stream)
+        response.headers = [("Cache-Control", "no-store"), ("X-Accel-Buffering", "no")]
         return response
     }
 

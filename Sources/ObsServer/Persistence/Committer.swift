@@ -103,7 +103,7 @@ final class Committer: Sendable {
             }
             // Writes are accepted again before the first answer of the recovering commit goes out.
             if outage.recovered(logger: logger) { store.acceptWrites() }
-            work.publish()
+            store.publish(work)
             gate.open(through: work.sequence)
             pending = nil
             if stopping { break }

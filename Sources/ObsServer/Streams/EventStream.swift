@@ -1,13 +1,35 @@
 import ObservationCore
 import Synchronization
 
-/// One Server-Sent Events stream over an event log (an observer's, or the admin log).
+/// What a client asked of its stream (section 7.2), and what the server chose for it.
+struct StreamOptions: Sendable {
+    var framing = StreamFraming.sse
+    /// `?commits=1`: a `commit` event after the last event of each revision.
+    var commits = false
+    /// `?progress=1`: `progress` events instead of keep-alive comments.
+    var progress = false
+    /// The `retry:` the stream starts with, in milliseconds (SSE only).
+    var retryMilliseconds = 3_000
+}
+
+/// Where a new stream's replay ends: it sends `synced` once it has every event up to
+/// `lastEventID`, which holds every event of revisions up to `revision`.
+struct ReplayEnd: Sendable {
+    let lastEventID: Int
+    let revision: Int
+}
+
+/// One event stream over an event log (an observer's, or the admin log), as Server-Sent
+/// Events or NDJSON.
 ///
 /// Sends what the log holds after its cursor, in batches (many events per write, no
 /// more than `batchBytes` of them taken at a time), then parks until the log has more.
-/// A heartbeat comment goes out when the hub asks for one. A reader whose next event
-/// leaves the log's buffer (it fell more than the buffer behind) is cut off by the log
-/// and counted as dropped; it resumes with Last-Event-ID.
+/// The replay on connect (or the rebuild after `reset`) ends with `synced`; with
+/// `commits`, each revision's last event is followed by `commit`; a delivery barrier
+/// (`POST …/progress`) becomes `progress` once every event before it is sent. A heartbeat
+/// (a comment, or `progress`) goes out when the hub asks for one. A reader whose next
+/// event leaves the log's buffer (it fell more than the buffer behind) is cut off by the
+/// log and counted as dropped; it resumes with Last-Event-ID.
 ///
 /// Memory: the events a stream has taken but not sent are shared with the log (see
 /// `StreamOutbox`); a rebuild after `reset` is produced a batch at a time as the client
@@ -15,14 +37,23 @@ import Synchronization
 final class EventStream: StreamBody {
     private struct State {
         var cursor: Int
-        var outbox = StreamOutbox()
+        var outbox: StreamOutbox
         var rebuild: RebuildSource?
         var heartbeatDue = false
         var token: Int?
         var wake: (@Sendable () -> Void)?
         var abort: (@Sendable () -> Void)?
         var finished = false
+        /// `synced` is sent: live events from here on.
+        var synced = false
+        /// With `commits`: the revision of the last event sent, whose `commit` is still due.
+        var openRevision: Int?
+        /// Delivery barriers not yet passed: `progress` at `revision` after event `afterID`.
+        var barriers: [(afterID: Int, revision: Int)] = []
     }
+
+    /// Barriers a stream keeps at most; past it, the latest replaces the last (it covers it).
+    static let maxBarriers = 64
 
     /// The most event bytes a stream takes from its log (or its rebuild) at a time (at least one event).
     static let batchBytes = 64 * 1024
@@ -31,17 +62,31 @@ final class EventStream: StreamBody {
     private let state: Locked<State>
     private let onFinish: @Sendable (EventStream) -> Void
     private let counters: StreamCounters
+    private let options: StreamOptions
+    private let replayEnd: ReplayEnd
+    /// The revision through which every log shows all its events (`Store.settledRevision`).
+    private let settledRevision: @Sendable () -> Int
 
-    /// A stream that first sends `prelude` (a `reset`), then `rebuild`'s records, then the log after `cursor`.
+    /// A stream that first sends `prelude` (a `reset`), then `rebuild`'s records, then the log
+    /// after `cursor`, with `synced` once it has everything up to `replayEnd`.
     init(
-        log: EventLog, cursor: Int, prelude: [Event], rebuild: RebuildSource?, counters: StreamCounters,
+        log: EventLog, cursor: Int, prelude: [Event], rebuild: RebuildSource?, replayEnd: ReplayEnd,
+        options: StreamOptions, counters: StreamCounters, settledRevision: @escaping @Sendable () -> Int,
         onFinish: @escaping @Sendable (EventStream) -> Void
     ) {
         self.log = log
         self.counters = counters
+        self.options = options
+        self.replayEnd = replayEnd
+        self.settledRevision = settledRevision
         self.onFinish = onFinish
-        var initial = State(cursor: cursor, rebuild: rebuild)
-        initial.outbox.append(text: Array(": connected\n\n".utf8))
+        var initial = State(cursor: cursor, outbox: StreamOutbox(framing: options.framing), rebuild: rebuild)
+        if options.framing == .sse {
+            var retry = Array("retry: ".utf8)
+            JSONWriter.appendDecimal(options.retryMilliseconds, to: &retry)
+            retry.append(contentsOf: "\n\n".utf8)
+            initial.outbox.append(text: retry)
+        }
         for event in prelude { initial.outbox.append(event) }
         state = Locked(initial)
     }
@@ -52,10 +97,13 @@ final class EventStream: StreamBody {
             state.abort = control.abort
             return state.cursor
         }
-        let reader = EventLog.Reader(wake: control.wake) { [counters] in
-            counters.dropped.add(1, ordering: .relaxed)
-            control.abort()
-        }
+        let reader = EventLog.Reader(
+            wake: control.wake,
+            abort: { [counters] in
+                counters.dropped.add(1, ordering: .relaxed)
+                control.abort()
+            },
+            barrier: { [weak self] afterID, revision in self?.addBarrier(after: afterID, revision: revision) })
         let token = log.attach(cursor: cursor, reader: reader)
         state.withLock { $0.token = token }
     }
@@ -75,12 +123,31 @@ final class EventStream: StreamBody {
             for record in records { state.outbox.append(record) }
             if !records.isEmpty { return nil }
         }
-        switch log.read(after: state.cursor, maxBytes: Self.batchBytes, advancing: state.token) {
+        if !state.synced, state.cursor >= replayEnd.lastEventID {
+            state.synced = true
+            closeRevision(&state)
+            append(
+                "synced",
+                ["lastEventId": .int(max(state.cursor, replayEnd.lastEventID)), "revision": .int(replayEnd.revision)],
+                to: &state)
+            return nil
+        }
+        // Read before looking at the log: what it then shows holds every event up to it.
+        let settled = options.progress && state.heartbeatDue ? settledRevision() : 0
+        let through = state.synced ? Int.max : replayEnd.lastEventID
+        switch log.read(after: state.cursor, through: through, maxBytes: Self.batchBytes, advancing: state.token) {
         case .events(let events):
-            for event in events { state.outbox.append(event) }
+            for event in events {
+                if options.commits {
+                    if let open = state.openRevision, open != event.revision { closeRevision(&state) }
+                    state.openRevision = event.revision > 0 ? event.revision : nil
+                }
+                state.outbox.append(event)
+            }
             state.cursor = events.last?.id ?? state.cursor
             counters.events.add(events.count, ordering: .relaxed)
             state.heartbeatDue = false
+            passBarriers(&state)
             return nil
         case .gap:
             // Cut off here, or already by the log (which counted it) when its next event left.
@@ -90,11 +157,58 @@ final class EventStream: StreamBody {
             state.token = nil
             return .end
         case .upToDate:
+            // A log shows a revision's events all at once: the open revision is complete.
+            closeRevision(&state)
+            passBarriers(&state)
+            if !state.outbox.isEmpty { return nil }
             if log.isClosed { return .end }
             guard state.heartbeatDue else { return .wait }
             state.heartbeatDue = false
-            state.outbox.append(text: Self.heartbeat)
+            if options.progress {
+                append("progress", ["revision": .int(settled)], to: &state)
+            } else {
+                state.outbox.append(text: options.framing == .sse ? Self.heartbeat : Self.ndjsonHeartbeat)
+            }
             return nil
+        }
+    }
+
+    /// With `commits`: the `commit` of the revision whose events were sent last.
+    private func closeRevision(_ state: inout State) {
+        guard let open = state.openRevision else { return }
+        state.openRevision = nil
+        append("commit", ["revision": .int(open)], to: &state)
+    }
+
+    /// A `progress` for each barrier the stream has passed (every event before it sent).
+    private func passBarriers(_ state: inout State) {
+        guard !state.barriers.isEmpty else { return }
+        let cursor = state.cursor
+        var passed: [(afterID: Int, revision: Int)] = []
+        state.barriers.removeAll { barrier in
+            guard barrier.afterID <= cursor else { return false }
+            passed.append(barrier)
+            return true
+        }
+        // A barrier falls between revisions: one ending right at it is complete.
+        if passed.contains(where: { $0.afterID == cursor }) { closeRevision(&state) }
+        for barrier in passed { append("progress", ["revision": .int(barrier.revision)], to: &state) }
+    }
+
+    /// An event the stream makes itself (`synced`, `commit`, `progress`): no id.
+    private func append(_ name: String, _ members: JSONObject, to state: inout State) {
+        state.outbox.append(Event(id: 0, name: name, data: JSON.object(members).encoded()))
+    }
+
+    /// A delivery barrier at `revision`, passed once every event up to `afterID` is sent
+    /// (the log wakes the stream next).
+    private func addBarrier(after afterID: Int, revision: Int) {
+        state.withLock { state in
+            if state.barriers.count >= Self.maxBarriers {
+                state.barriers[state.barriers.count - 1] = (afterID, revision)
+            } else {
+                state.barriers.append((afterID, revision))
+            }
         }
     }
 
@@ -124,6 +238,7 @@ final class EventStream: StreamBody {
     }
 
     private static let heartbeat = Array(": keep-alive\n\n".utf8)
+    private static let ndjsonHeartbeat = Array("{\"event\":\"keep-alive\"}\n".utf8)
 }
 
 /// The records that let a client rebuild its state after `reset` (section 7), produced a

@@ -1,12 +1,19 @@
 import ObservationCore
 
-/// What a stream has taken to send but not yet handed to its connection, as SSE frames.
+/// How a stream frames its events (section 7.2): Server-Sent Events, or one JSON object per line.
+enum StreamFraming: Sendable {
+    case sse
+    case ndjson
+}
+
+/// What a stream has taken to send but not yet handed to its connection, framed.
 ///
 /// An event's data is not copied here: the outbox holds the event itself (its bytes are
 /// shared with the log and with every other stream sending it) and copies them straight
 /// into the connection's buffer, framed as `id: n` (when it has one), `event: name`,
-/// `data: json` and a blank line. A stream's own memory is the small header of the frame
-/// it is writing, whatever the size of the events.
+/// `data: json` and a blank line (SSE), or as `{"id":n,"event":"name","data":json}` and a
+/// newline (NDJSON). A stream's own memory is the small header of the frame it is
+/// writing, whatever the size of the events.
 struct StreamOutbox {
     private enum Frame {
         case event(Event)
@@ -21,8 +28,14 @@ struct StreamOutbox {
     private var offset = 0
     /// The current event's `id:`/`event:`/`data: ` lines (its buffer is reused).
     private var header: [UInt8] = []
+    private let framing: StreamFraming
 
-    private static let trailer = Array("\n\n".utf8)
+    init(framing: StreamFraming = .sse) {
+        self.framing = framing
+    }
+
+    private static let sseTrailer = Array("\n\n".utf8)
+    private static let ndjsonTrailer = Array("}\n".utf8)
 
     var isEmpty: Bool { index == frames.count }
 
@@ -59,10 +72,10 @@ struct StreamOutbox {
         case .event(let event):
             switch part {
             case .header:
-                if offset == 0 { Self.frameHeader(event, into: &header) }
+                if offset == 0 { frameHeader(event, into: &header) }
                 return header
             case .data: return event.data
-            case .trailer: return Self.trailer
+            case .trailer: return framing == .sse ? Self.sseTrailer : Self.ndjsonTrailer
             }
         }
     }
@@ -78,9 +91,22 @@ struct StreamOutbox {
         }
     }
 
-    /// `id: n\n` (when the event has one), `event: name\n`, `data: `.
-    private static func frameHeader(_ event: Event, into bytes: inout [UInt8]) {
+    /// SSE: `id: n\n` (when the event has one), `event: name\n`, `data: `. NDJSON:
+    /// `{"id":n,` (when it has one), `"event":"name","data":`.
+    private func frameHeader(_ event: Event, into bytes: inout [UInt8]) {
         bytes.removeAll(keepingCapacity: true)
+        if framing == .ndjson {
+            bytes.append(UInt8(ascii: "{"))
+            if event.id > 0 {
+                bytes.append(contentsOf: "\"id\":".utf8)
+                JSONWriter.appendDecimal(event.id, to: &bytes)
+                bytes.append(UInt8(ascii: ","))
+            }
+            bytes.append(contentsOf: "\"event\":\"".utf8)
+            bytes.append(contentsOf: event.name.utf8)  // event names are plain ASCII words
+            bytes.append(contentsOf: "\",\"data\":".utf8)
+            return
+        }
         if event.id > 0 {
             bytes.append(contentsOf: "id: ".utf8)
             JSONWriter.appendDecimal(event.id, to: &bytes)

@@ -79,7 +79,8 @@ extension Command.Action {
                 ("id", .string(id)), ("tokenHash", .string(tokenHash)), ("name", name.map(JSON.string)),
                 ("lease", .int(lease)), ("retainObserved", .bool(retainObserved)), ("replay", .int(replay)),
             ]
-        case .deleteObserver(let observer), .keepalive(let observer): [("observer", .string(observer))]
+        case .deleteObserver(let observer), .keepalive(let observer), .progress(let observer):
+            [("observer", .string(observer))]
         case .observe(let observer, let object, let keyPaths, let options, let context, let registrationIDs):
             [
                 ("observer", .string(observer)), ("object", .string(object)),
@@ -146,6 +147,7 @@ extension Command.Action {
                 retainObserved: try fields.bool("retainObserved"), replay: try fields.int("replay"))
         case "deleteObserver": self = .deleteObserver(observer: try fields.string("observer"))
         case "keepalive": self = .keepalive(observer: try fields.string("observer"))
+        case "progress": self = .progress(observer: try fields.string("observer"))
         case "observe":
             self = .observe(
                 observer: try fields.string("observer"), object: try fields.string("object"),

@@ -40,6 +40,9 @@ public struct Command: Sendable, Equatable {
             id: String, tokenHash: String, name: String?, lease: Int, retainObserved: Bool, replay: Int)
         case deleteObserver(observer: String)
         case keepalive(observer: String)
+        /// A delivery barrier (section 7.2): each of the observer's streams gets one `progress`
+        /// event after every event up to the current revision. Changes no state.
+        case progress(observer: String)
         /// `registrationIDs`: one fresh id per key path, in order, for those that are not registered yet.
         case observe(
             observer: String, object: String, keyPaths: [String], options: [String], context: JSON?,
@@ -90,6 +93,7 @@ extension Command.Action {
         case .createObserver: "createObserver"
         case .deleteObserver: "deleteObserver"
         case .keepalive: "keepalive"
+        case .progress: "progress"
         case .observe: "observe"
         case .unobserve: "unobserve"
         case .subscribe: "subscribe"
@@ -104,11 +108,17 @@ extension Command.Action {
         }
     }
 
+    /// Whether applying it can change the state (a barrier cannot: a durable server does not
+    /// journal it; a cluster still logs it, so that every node's streams get it).
+    public var changesState: Bool {
+        if case .progress = self { false } else { true }
+    }
+
     /// Whether a client's request made it (and so it needs the disk: refused while the data
     /// directory cannot take writes). Background changes and stream bookkeeping go on.
     public var isClientWrite: Bool {
         switch self {
-        case .keepalive, .expireLeases, .deliverQueued, .openStream, .closeStream, .restart, .nodeDown: false
+        case .keepalive, .progress, .expireLeases, .deliverQueued, .openStream, .closeStream, .restart, .nodeDown: false
         default: true
         }
     }

@@ -7,6 +7,9 @@ public struct Effects: Sendable {
     var events: [(log: EventLog, event: Event)] = []
     /// Logs whose observer went away: closed after their last events.
     var closedLogs: [EventLog] = []
+    /// Delivery barriers: each stream of the log gets a `progress` at this revision once it has
+    /// every event the log holds now.
+    var barriers: [(log: EventLog, revision: Int)] = []
     /// A lease deadline moved, or a posting was queued: the timer must look again.
     public internal(set) var timerMustLook = false
     /// The global revision once the command is applied (a refused command: the one before).
@@ -14,7 +17,7 @@ public struct Effects: Sendable {
 
     public init() {}
 
-    var isEmpty: Bool { events.isEmpty && closedLogs.isEmpty && !timerMustLook }
+    var isEmpty: Bool { events.isEmpty && closedLogs.isEmpty && barriers.isEmpty && !timerMustLook }
 
     /// The events made, with the label of the log each goes to (an observer's id, or `admin`).
     public var madeEvents: [(log: String, event: Event)] { events.map { ($0.log.label, $0.event) } }

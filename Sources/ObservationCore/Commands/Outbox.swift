@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Performs commands' effects after the store's lock is released, in the order the commands
 /// were applied: events go into their logs (ids in order, as the state gave them), the logs
 /// are closed or woken, and the timer is told.
@@ -16,6 +18,9 @@ final class Outbox: Sendable {
     private let performing = Locked(0)
     /// Told when a command moved a deadline or queued a posting (the server's timer).
     let timer = Locked<TimerHook?>(nil)
+    /// The revision of the last command whose events are all in their logs (visible to
+    /// streams in memory; a durable store's also wait for `publish`).
+    let performedRevision = Atomic<Int>(0)
 
     func enqueue(_ effects: Effects) {
         guard !effects.isEmpty else { return }
@@ -24,24 +29,35 @@ final class Outbox: Sendable {
 
     /// Performs everything queued so far, in order.
     func perform() {
-        let (wake, tellTimer) = performing.withLock { performed -> ([EventLog], Bool) in
+        let (wake, barriers, tellTimer) = performing.withLock {
+            performed -> ([EventLog], [(log: EventLog, revision: Int)], Bool) in
             let batch = queue.withLock { queue -> [Effects] in
                 defer { queue.removeAll(keepingCapacity: true) }
                 return queue
             }
-            performed &+= batch.count
-            // Each log once, in the order first touched (a log tells its first change since
-            // it was last woken).
+            performed &+= 1
+            // Each log once, in the order first touched: appended, then revealed with the whole
+            // batch (streams never see part of a revision), then woken if it tells its first
+            // change since it was last woken.
+            var touched: [EventLog] = []
             var order: [EventLog] = []
+            var barriers: [(log: EventLog, revision: Int)] = []
             var tellTimer = false
             for effects in batch {
-                for (log, event) in effects.events {
-                    if log.append(event) { order.append(log) }
+                for (log, event) in effects.events where log.append(event, batch: performed) {
+                    touched.append(log)
                 }
                 for log in effects.closedLogs where log.close() { order.append(log) }
+                barriers += effects.barriers
                 tellTimer = tellTimer || effects.timerMustLook
             }
-            return (order, tellTimer)
+            for log in touched where log.reveal() { order.append(log) }
+            if let last = batch.last { _ = performedRevision.max(last.revision, ordering: .releasing) }
+            return (order, barriers, tellTimer)
+        }
+        for (log, revision) in barriers {
+            log.barrier(revision: revision)
+            log.wake()
         }
         for log in wake { log.wake() }
         if tellTimer { timer.withLock { $0 }?.call() }

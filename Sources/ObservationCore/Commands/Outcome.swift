@@ -12,6 +12,8 @@ public enum Outcome: Sendable {
     case observerCreated(ObserverSnapshot)
     /// A keepalive: when the lease now runs out (nil while a stream holds it).
     case leaseRenewed(expiresAt: Timestamp?)
+    /// A delivery barrier was set at this revision (`progress`).
+    case barrier(revision: Int)
     case observed(ObserveResult)
     case subscribed(SubscriptionSnapshot, deduplicated: Bool, revision: Int?)
     case posted(PostOutcome)

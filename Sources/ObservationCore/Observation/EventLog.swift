@@ -39,10 +39,17 @@ public final class EventLog: Sendable {
         public let wake: @Sendable () -> Void
         /// The stream fell behind the buffer: end its connection now.
         public let abort: @Sendable () -> Void
+        /// A delivery barrier: send `progress` at `revision` once every event up to `afterID`
+        /// is sent (the caller wakes the log afterwards).
+        public let barrier: @Sendable (_ afterID: Int, _ revision: Int) -> Void
 
-        public init(wake: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void) {
+        public init(
+            wake: @escaping @Sendable () -> Void, abort: @escaping @Sendable () -> Void,
+            barrier: @escaping @Sendable (_ afterID: Int, _ revision: Int) -> Void = { _, _ in }
+        ) {
             self.wake = wake
             self.abort = abort
+            self.barrier = barrier
         }
     }
 
@@ -72,8 +79,10 @@ public final class EventLog: Sendable {
         /// Streams cut off since the last `wake()`: their aborts run then.
         var cutOff: [Reader] = []
         var closed = false
-        /// Changed since the last `wake()`, and someone will wake it (see `append`).
+        /// Changed since the last `wake()`, and someone will wake it (see `reveal`).
         var wakePending = false
+        /// The outbox batch that last appended here (see `append`).
+        var batch = -1
 
         /// The id of the oldest event held (lastID + 1 when empty).
         var oldestID: Int { lastID - events.count + 1 }
@@ -114,22 +123,42 @@ public final class EventLog: Sendable {
 
     // MARK: - Writing
 
-    /// Appends an event whose id the state gave it (the next one: events arrive in order).
-    /// Returns whether the caller must wake the log: the event is visible now (a gated log
-    /// shows it once it is published, and its publisher wakes it) and it is the log's first
-    /// change since its last `wake()` (so a batch of commands wakes each log once, no hashing).
-    func append(_ event: Event) -> Bool {
+    /// Appends an event whose id the state gave it (the next one: events arrive in order),
+    /// as part of the outbox's batch `batch`. Streams see it only after `reveal()`, so that
+    /// they never see part of a revision's events. Returns whether it is the first event of
+    /// this batch here (the caller reveals each log once per batch, no hashing).
+    func append(_ event: Event, batch: Int) -> Bool {
         state.withLock { state in
             assert(event.id == state.lastID + 1, "event \(event.id) after \(state.lastID)")
             state.lastID = event.id
             state.events.append(event)
             state.heldBytes += event.heldBytes
             state.evict()
+            defer { state.batch = batch }
+            return state.batch != batch
+        }
+    }
+
+    /// Shows the events appended in the current batch to streams (a gated log: once they are
+    /// published, and its publisher wakes it). Returns whether the caller must wake the log:
+    /// something new is visible and it is the log's first change since its last `wake()`.
+    func reveal() -> Bool {
+        state.withLock { state in
             if !state.gated { state.visibleID = state.lastID }
-            guard event.id <= state.visibleID else { return false }
+            guard state.lastID <= state.visibleID else { return false }
             defer { state.wakePending = true }
             return !state.wakePending
         }
+    }
+
+    /// Hands every attached stream a delivery barrier at `revision`, after every event the log
+    /// holds now (call outside the store's lock; wake the log afterwards).
+    func barrier(revision: Int) {
+        let (readers, afterID) = state.withLock { state in
+            state.wakePending = true
+            return (state.attached.map(\.reader), state.lastID)
+        }
+        for reader in readers { reader.barrier(afterID, revision) }
     }
 
     /// Lets streams send every event up to `id` (its change is durable), including events
@@ -189,15 +218,16 @@ public final class EventLog: Sendable {
         }
     }
 
-    /// Events after `cursor` (the last id the reader has): at most `limit`, and no more than
+    /// Events after `cursor` (the last id the reader has) up to `last`: at most `limit`, and no more than
     /// `maxBytes` of them once there is one. `advancing` (an attached stream's token) records,
     /// under the same lock, that the stream now has them: an append right after cannot cut
     /// the stream off for events it already holds.
-    public func read(after cursor: Int, limit: Int = 256, maxBytes: Int = .max, advancing token: Int? = nil)
-        -> ReadResult
-    {
+    public func read(
+        after cursor: Int, through last: Int = .max, limit: Int = 256, maxBytes: Int = .max,
+        advancing token: Int? = nil
+    ) -> ReadResult {
         state.withLock { state in
-            let visible = min(state.visibleID, state.lastID)
+            let visible = min(state.visibleID, state.lastID, last)
             guard cursor < visible else { return .upToDate }
             guard state.events.count > 0, cursor + 1 >= state.oldestID else {
                 return .gap(oldest: max(1, state.oldestID))
@@ -244,6 +274,9 @@ public final class EventLog: Sendable {
     // MARK: - Figures
 
     public var lastID: Int { state.withLock { $0.lastID } }
+
+    /// The last id streams may send now.
+    public var visibleID: Int { state.withLock { min($0.visibleID, $0.lastID) } }
 
     /// The oldest id still held (lastID + 1 when empty).
     public var oldestID: Int { state.withLock { $0.oldestID } }

@@ -96,6 +96,8 @@ public struct JournalBatch: Sendable {
     public let sequence: Int
     /// Logs with held-back events, and how far each may show once the batch is durable.
     let logs: [(log: EventLog, through: Int)]
+    /// Every command up to this revision is in the batch (or in an earlier one).
+    var revision = 0
 
     public var isEmpty: Bool { commands.isEmpty && checkpoint == nil }
 
@@ -136,7 +138,7 @@ public struct JournalBatch: Sendable {
         }
         return JournalBatch(
             commands: commands, checkpoint: checkpoint, sequence: max(sequence, later.sequence),
-            logs: logOrder.compactMap { logs[$0] })
+            logs: logOrder.compactMap { logs[$0] }, revision: max(revision, later.revision))
     }
 
     /// Shows the batch's events to streams (call once it is durable).

@@ -20,6 +20,7 @@ extension Store {
             }
             state.adminLog.publish(through: state.adminLog.lastID)
         }
+        _ = publishedRevision.max(self.state.withLock { $0.revision }, ordering: .releasing)
     }
 
     /// Every entity as it is now, with the counters a replica needs to continue exactly: a
@@ -37,6 +38,7 @@ extension Store {
         var restored = StoreState(limits: limits)
         if let image { try restored.restore(image) }
         state.withLock { $0 = restored }
+        outbox.performedRevision.store(restored.revision, ordering: .releasing)
     }
 
     /// The journal position of the last change: a caller that saw a change made by now
@@ -47,6 +49,12 @@ extension Store {
     /// the committer's signal that a batch is waiting.
     public func onJournal(_ handler: @escaping @Sendable () -> Void) {
         journalHandler.withLock { $0 = JournalHandler(wake: handler) }
+    }
+
+    /// Shows a durable batch's events to streams; its revision is settled from now on.
+    public func publish(_ batch: JournalBatch) {
+        batch.publish()
+        _ = publishedRevision.max(batch.revision, ordering: .releasing)
     }
 
     /// Takes what was applied since the last batch (empty if nothing was); a checkpoint when

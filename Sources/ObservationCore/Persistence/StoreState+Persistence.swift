@@ -6,7 +6,8 @@ extension StoreState {
     mutating func takeBatch(checkpoint: Bool) -> JournalBatch {
         let (commands, logs) = journal.takeCommands()
         guard checkpoint else {
-            return JournalBatch(commands: commands, checkpoint: nil, sequence: journal.sequence, logs: logs)
+            return JournalBatch(
+                commands: commands, checkpoint: nil, sequence: journal.sequence, logs: logs, revision: revision)
         }
         var entities: [(kind: EntityKind, id: String, entity: JournalBatch.Entity?)] = []
         let changed = journal.takeChanged()
@@ -16,7 +17,8 @@ extension StoreState {
         let snapshot = JournalBatch.Checkpoint(
             entities: entities, position: journal.sequence, revision: revision, adminLastEventID: adminLastEventID,
             clock: clock.milliseconds)
-        return JournalBatch(commands: [], checkpoint: snapshot, sequence: journal.sequence, logs: logs)
+        return JournalBatch(
+            commands: [], checkpoint: snapshot, sequence: journal.sequence, logs: logs, revision: revision)
     }
 
     /// Every entity, as it is now, and the counters a replica needs to continue exactly (a

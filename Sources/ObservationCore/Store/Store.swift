@@ -19,6 +19,10 @@ public final class Store: Sendable {
     /// The committer's wake-up call. Boxed: a bare closure as a lock's generic state is
     /// re-wrapped in a reabstraction thunk by every inout access, a chain that grows per call.
     let journalHandler = Locked<JournalHandler?>(nil)
+    /// The revision of the last durable batch whose events are published (persistent stores).
+    let publishedRevision = Atomic<Int>(0)
+    /// Whether events wait for `publish` before streams see them (a persistent store).
+    private let gated: Bool
 
     /// An in-memory store.
     public convenience init(limits: StoreLimits = StoreLimits()) {
@@ -26,7 +30,17 @@ public final class Store: Sendable {
     }
 
     init(state: StoreState) {
+        gated = state.journal.enabled
+        outbox.performedRevision.store(state.revision, ordering: .releasing)
         self.state = Locked(state)
+    }
+
+    /// The revision through which every log shows streams all its events: a stream that reads
+    /// this first, then finds nothing new in its log, has everything up to it (`synced` and
+    /// `progress`, section 7.2). It may trail the global revision by the commands in flight.
+    public var settledRevision: Int {
+        let performed = outbox.performedRevision.load(ordering: .acquiring)
+        return gated ? min(performed, publishedRevision.load(ordering: .acquiring)) : performed
     }
 
     // MARK: - Commands
@@ -44,7 +58,9 @@ public final class Store: Sendable {
             outbox.enqueue(effects)
             // A refused command changed nothing: nothing to make durable.
             guard case .success = result else { return (result, false) }
-            guard let position = state.journal.record(command) else { return (result, false) }
+            guard command.action.changesState, let position = state.journal.record(command) else {
+                return (result, false)
+            }
             sequenceCounter.store(position, ordering: .releasing)
             return (result, wasEmpty)
         }

@@ -47,6 +47,10 @@ extension StoreState {
             return .removed(revision: try removeObserver(observer, reason: "deleted"))
         case .keepalive(let observer):
             return .leaseRenewed(expiresAt: try keepalive(observer, at: time))
+        case .progress(let observer):
+            guard let log = observers[observer]?.log else { throw CoreError.notFound("observer", observer) }
+            effects.barriers.append((log, revision))
+            return .barrier(revision: revision)
         case .observe(let observer, let object, let keyPaths, let options, let context, let registrationIDs):
             return .observed(
                 try observe(

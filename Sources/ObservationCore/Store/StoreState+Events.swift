@@ -5,7 +5,7 @@ extension StoreState {
     /// its log with the command's other effects.
     mutating func emit(_ name: String, _ data: [UInt8], to observerID: String) {
         guard let (log, id) = observers.takeEventID(observerID) else { return }
-        effects.events.append((log, Event(id: id, name: name, data: data)))
+        effects.events.append((log, Event(id: id, name: name, data: data, revision: revision)))
         journal.mark(.lastEventID, observerID)
         journal.hold(log, through: id)
     }
@@ -17,7 +17,7 @@ extension StoreState {
 
     mutating func emitAdmin(_ name: String, bytes: [UInt8]) {
         adminLastEventID += 1
-        effects.events.append((adminLog, Event(id: adminLastEventID, name: name, data: bytes)))
+        effects.events.append((adminLog, Event(id: adminLastEventID, name: name, data: bytes, revision: revision)))
         journal.hold(adminLog, through: adminLastEventID)
     }
 

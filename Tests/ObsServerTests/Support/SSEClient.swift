@@ -21,10 +21,18 @@ struct SSEEvent: CustomStringConvertible {
 }
 
 /// A blocking SSE client on its own connection: sends the GET, then decodes the chunked
-/// body into events and comments. Every wait is bounded.
+/// body into events and comments. Every wait is bounded. Like an `EventSource` that adds no
+/// listener for them, it skips `synced` events unless told otherwise (`skipping`).
 final class SSEClient {
     private(set) var status = 0
+    /// The answer's header lines, lowercased (`name: value`).
+    private(set) var headerLines: [String] = []
     private(set) var comments: [String] = []
+    /// Every `retry:` value the stream sent.
+    private(set) var retries: [Int] = []
+    private let skipping: Set<String>
+    /// Reads NDJSON lines (`{"id", "event", "data"}`) instead of SSE blocks.
+    private let ndjson: Bool
     private(set) var closed = false
     private var socket: Int32 = -1
     private var raw: [UInt8] = []
@@ -32,9 +40,12 @@ final class SSEClient {
     private var chunkRemaining = 0
     private var chunked = true
 
-    init(port: UInt16, path: String, headers: [String: String] = [:]) throws {
+    init(port: UInt16, path: String, headers: [String: String] = [:], skipping: Set<String> = ["synced"]) throws {
+        self.skipping = skipping
+        ndjson = headers["Accept"] == "application/x-ndjson"
         socket = try connectLoopback(port: port)
-        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        if headers["Accept"] == nil { request += "Accept: text/event-stream\r\n" }
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
         _ = request.utf8CString.withUnsafeBufferPointer {
@@ -53,6 +64,7 @@ final class SSEClient {
         }
         let text = String(decoding: head, as: UTF8.self)
         status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        headerLines = text.lowercased().components(separatedBy: "\r\n").dropFirst().map { $0 }
         chunked = text.lowercased().contains("transfer-encoding: chunked")
         if !chunked,
             let length = text.lowercased().split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") })
@@ -154,22 +166,46 @@ final class SSEClient {
 
     private func parseEvent() -> SSEEvent? {
         decodeChunks()
+        if ndjson { return parseLine() }
         while let end = Self.find([10, 10], in: body) {
             let block = String(decoding: body[..<end], as: UTF8.self)
             body.removeFirst(end + 2)
             var event = SSEEvent()
-            var hasField = false
+            var hasData = false
             for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
                 if line.hasPrefix(":") {
                     comments.append(String(line.dropFirst().trimmingCharacters(in: .whitespaces)))
                     continue
                 }
-                hasField = true
+                if line.hasPrefix("retry: "), let value = Int(line.dropFirst(7)) { retries.append(value) }
                 if line.hasPrefix("id: ") { event.id = Int(line.dropFirst(4)) }
                 if line.hasPrefix("event: ") { event.name = String(line.dropFirst(7)) }
-                if line.hasPrefix("data: ") { event.data += String(line.dropFirst(6)) }
+                if line.hasPrefix("data: ") {
+                    event.data += String(line.dropFirst(6))
+                    hasData = true
+                }
             }
-            if hasField { return event }
+            // As in EventSource: a block without data dispatches nothing.
+            if hasData, !skipping.contains(event.name) { return event }
+        }
+        return nil
+    }
+
+    /// The next NDJSON line as an event (`{"event": "keep-alive"}` counts as a comment).
+    private func parseLine() -> SSEEvent? {
+        while let end = Self.find([10], in: body) {
+            let line = Array(body[..<end])
+            body.removeFirst(end + 1)
+            guard case .object(let members)? = try? JSONParser.parse(line), case .string(let name)? = members["event"]
+            else { continue }
+            if name == "keep-alive" {
+                comments.append(name)
+                continue
+            }
+            var event = SSEEvent(name: name)
+            if case .int(let id)? = members["id"] { event.id = id }
+            if let data = members["data"] { event.data = String(decoding: data.encoded(), as: UTF8.self) }
+            if !skipping.contains(name) { return event }
         }
         return nil
     }
