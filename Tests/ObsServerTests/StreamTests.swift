@@ -4,6 +4,10 @@ import Testing
 
 @testable import ObsServer
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("Event streams")
 struct StreamTests {
     @Test("change records arrive on the stream with gapless ids, in revision order")
@@ -81,6 +85,32 @@ struct StreamTests {
             #expect(try client.get("/v1/observers/\(id)")["streams"] == 3)
             for value in 1...4 { try client.set("a", "n", .int(value)) }
             for stream in streams { #expect(try stream.events(4).map(\.id) == [1, 2, 3, 4]) }
+        }
+    }
+
+    @Test("an HTTP/1.0 stream (no chunked encoding) gets whole events, however large")
+    func http10Stream() throws {
+        try withServer { server, client in
+            try client.createObject("a", values: ["n": 0])
+            let id = try client.createObserver()
+            try client.observe(id, "a", "n")
+            let socket = try connectLoopback(port: server.port)
+            defer { close(socket) }
+            let request = Array("GET /v1/observers/\(id)/events HTTP/1.0\r\nAccept: text/event-stream\r\n\r\n".utf8)
+            _ = request.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let large = String(repeating: "x", count: 3_000)
+            try client.set("a", "n", .string(large))
+            var received: [UInt8] = []
+            let deadline = Date().addingTimeInterval(5)
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while !String(decoding: received, as: UTF8.self).contains("\"new\":\"\(large)\""), Date() < deadline {
+                var poll = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+                guard Glibc.poll(&poll, 1, 500) > 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                received += buffer[0..<count]
+            }
+            #expect(String(decoding: received, as: UTF8.self).contains("\"new\":\"\(large)\""))
         }
     }
 

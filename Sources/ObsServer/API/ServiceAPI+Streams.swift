@@ -14,10 +14,9 @@ extension ServiceAPI {
     /// Opens an event stream on an observer's log (nil: the admin log), resuming after
     /// `Last-Event-ID` / `?lastEventId=` when given (section 7), with the options of 7.2.
     private func openStream(_ request: HTTPRequest, observerID: String?) throws -> HTTPResponse {
-        var options = StreamOptions(
+        let options = StreamOptions(
             framing: Self.wantsNDJSON(request) ? .ndjson : .sse, commits: try request.flagQuery("commits"),
             progress: try request.flagQuery("progress"), retryMilliseconds: Int.random(in: 2_000...5_000))
-        if options.framing == .ndjson { options.retryMilliseconds = 0 }
         let resumeText = request.headers.lastEventID ?? request.stringQuery("lastEventId")
         let (log, close) = try cluster.map { try clusterStream(of: observerID, $0) } ?? localStream(of: observerID)
         // The revision first, then the log: the replay up to its last visible event then holds
@@ -40,15 +39,12 @@ extension ServiceAPI {
                 }
             }
         }
-        let resumeAfter = resumeText.map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        if let resumeAfter, resumeAfter.map({ $0 < 0 || $0 > log.lastID }) ?? true {
-            // Not an id this log ever made: never a stuck stream (section 7.2).
-            reset("unknown", oldestAvailable: log.oldestID, last: log.lastID)
-        } else {
-            switch log.resumePoint(after: resumeAfter ?? nil) {
-            case .after(let id): cursor = id
-            case .reset(let oldestAvailable, let last): reset("gap", oldestAvailable: oldestAvailable, last: last)
-            }
+        // Text that is not an integer names no event either: -1, which no log made.
+        let resumeAfter = resumeText.map { Int($0.trimmingCharacters(in: .whitespaces)) ?? -1 }
+        switch log.resumePoint(after: resumeAfter) {
+        case .after(let id): cursor = id
+        case .reset(let oldestAvailable, let last): reset("gap", oldestAvailable: oldestAvailable, last: last)
+        case .unknown(let oldestAvailable, let last): reset("unknown", oldestAvailable: oldestAvailable, last: last)
         }
         let stream = EventStream(
             log: log, cursor: cursor, prelude: prelude, rebuild: rebuild,

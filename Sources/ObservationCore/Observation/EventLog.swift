@@ -31,6 +31,9 @@ public final class EventLog: Sendable {
         case after(Int)
         /// The asked-for events are gone: `reset`, then the events after `cursor` (the last id now).
         case reset(oldestAvailable: Int, cursor: Int)
+        /// The asked-for id is not one this log made (negative, or past its last id): `reset`
+        /// too, never a stuck stream (section 7.2).
+        case unknown(oldestAvailable: Int, cursor: Int)
     }
 
     /// What the log may do to an attached stream, from any thread, after its lock is released.
@@ -209,11 +212,15 @@ public final class EventLog: Sendable {
     // MARK: - Reading
 
     /// Where a stream that asks to resume after `lastEventID` (nil: from the oldest event held)
-    /// starts: after it while the next event is still held (or not made yet), else a reset.
+    /// starts: after it while the next event is still held, else a reset (`unknown` for an id
+    /// the log never made).
     public func resumePoint(after lastEventID: Int?) -> ResumePoint {
         state.withLock { state in
             guard let lastEventID else { return .after(state.oldestID - 1) }
-            if lastEventID + 1 >= state.oldestID, lastEventID <= state.lastID { return .after(lastEventID) }
+            if lastEventID < 0 || lastEventID > state.lastID {
+                return .unknown(oldestAvailable: state.oldestID, cursor: state.lastID)
+            }
+            if lastEventID + 1 >= state.oldestID { return .after(lastEventID) }
             return .reset(oldestAvailable: state.oldestID, cursor: state.lastID)
         }
     }
