@@ -1,8 +1,8 @@
 import Foundation
-import ObservationCore
 import Testing
 
 @testable import ObsServer
+@testable import ObservationCore
 
 /// Section 7.2: what real clients need from a stream besides its events: `synced`, `reset`
 /// for ids never made, `commit`, `progress` (idle and as a barrier), `retry:`, the headers
@@ -167,5 +167,63 @@ struct StreamOptionTests {
             #expect(lines.comments.contains("keep-alive"), "the NDJSON keep-alive line")
             #expect(lines.retries.isEmpty, "no retry: line in NDJSON")
         }
+    }
+
+    // MARK: - The stream over a log, without HTTP (orders that depend on timing there)
+
+    /// A stream over `log` with `progress` on, whose settled revision is `settled`.
+    func progressStream(_ log: EventLog, replayEnd: ReplayEnd, settled: Int) -> EventStream {
+        let stream = EventStream(
+            log: log, cursor: 0, prelude: [], rebuild: nil, replayEnd: replayEnd,
+            options: StreamOptions(framing: .ndjson, progress: true), counters: StreamCounters(),
+            settledRevision: { settled }, onFinish: { _ in })
+        stream.start(StreamControl(wake: {}, abort: {}))
+        return stream
+    }
+
+    /// What the stream sends until it has nothing more, one NDJSON line per element.
+    func drain(_ stream: EventStream) -> [String] {
+        var text: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while case .bytes(let count) = buffer.withUnsafeMutableBytes({ stream.read(into: $0) }) {
+            text += buffer.prefix(count)
+        }
+        return String(decoding: text, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    func changeEvents(_ log: EventLog, _ ids: ClosedRange<Int>, revision: Int, batch: Int) {
+        for id in ids {
+            _ = log.append(Event(id: id, name: "change", data: Array("{}".utf8), revision: revision), batch: batch)
+        }
+        _ = log.reveal()
+    }
+
+    @Test("a barrier inside the replay still comes after synced: the client is live before it hears progress")
+    func syncedBeforeProgress() {
+        let log = EventLog(label: "o", capacity: 10)
+        changeEvents(log, 1...3, revision: 4, batch: 1)
+        let stream = progressStream(log, replayEnd: ReplayEnd(lastEventID: 3, revision: 4), settled: 4)
+        log.barrier(revision: 4).deliver()
+        let lines = drain(stream)
+        #expect(lines.count == 5)
+        #expect(
+            lines.suffix(2) == [
+                #"{"event":"synced","data":{"lastEventId":3,"revision":4}}"#,
+                #"{"event":"progress","data":{"revision":4}}"#,
+            ])
+    }
+
+    @Test("an idle progress never tells a lower revision than the stream told before")
+    func progressNeverGoesBack() {
+        let log = EventLog(label: "o", capacity: 10)
+        let stream = progressStream(log, replayEnd: ReplayEnd(lastEventID: 0, revision: 2), settled: 2)
+        changeEvents(log, 1...1, revision: 9, batch: 1)
+        log.barrier(revision: 9).deliver()
+        stream.heartbeat()
+        let lines = drain(stream)
+        #expect(lines.count == 3, "synced, the change, the barrier's progress")
+        #expect(lines.last == #"{"event":"progress","data":{"revision":9}}"#)
+        stream.heartbeat()
+        #expect(drain(stream) == [#"{"event":"progress","data":{"revision":9}}"#], "not the settled 2")
     }
 }

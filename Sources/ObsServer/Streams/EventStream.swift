@@ -50,6 +50,9 @@ final class EventStream: StreamBody {
         var openRevision: Int?
         /// Delivery barriers not yet passed: `progress` at `revision` after event `afterID`.
         var barriers: [(afterID: Int, revision: Int)] = []
+        /// The highest revision the stream has told (`synced`, `commit`, `progress`): an idle
+        /// `progress` never tells less, though a durable store's settled revision may trail it.
+        var toldRevision = 0
     }
 
     /// Barriers a stream keeps at most; past it, the latest replaces the last (it covers it).
@@ -165,7 +168,7 @@ final class EventStream: StreamBody {
             guard state.heartbeatDue else { return .wait }
             state.heartbeatDue = false
             if options.progress {
-                append("progress", ["revision": .int(settled)], to: &state)
+                progress(settled, to: &state)
             } else {
                 state.outbox.append(text: options.framing == .sse ? Self.heartbeat : Self.ndjsonHeartbeat)
             }
@@ -180,9 +183,10 @@ final class EventStream: StreamBody {
         append("commit", ["revision": .int(open)], to: &state)
     }
 
-    /// A `progress` for each barrier the stream has passed (every event before it sent).
+    /// A `progress` for each barrier the stream has passed (every event before it sent), once
+    /// it is live (`synced` first).
     private func passBarriers(_ state: inout State) {
-        guard !state.barriers.isEmpty else { return }
+        guard state.synced, !state.barriers.isEmpty else { return }
         let cursor = state.cursor
         var passed: [(afterID: Int, revision: Int)] = []
         state.barriers.removeAll { barrier in
@@ -192,11 +196,18 @@ final class EventStream: StreamBody {
         }
         // A barrier falls between revisions: one ending right at it is complete.
         if passed.contains(where: { $0.afterID == cursor }) { closeRevision(&state) }
-        for barrier in passed { append("progress", ["revision": .int(barrier.revision)], to: &state) }
+        for barrier in passed { progress(barrier.revision, to: &state) }
+    }
+
+    /// A `progress` at `revision`, or at a higher one the stream told before (a durable
+    /// store's settled revision may trail a barrier's or a commit's).
+    private func progress(_ revision: Int, to state: inout State) {
+        append("progress", ["revision": .int(max(revision, state.toldRevision))], to: &state)
     }
 
     /// An event the stream makes itself (`synced`, `commit`, `progress`): no id.
     private func append(_ name: String, _ members: JSONObject, to state: inout State) {
+        if case .int(let revision) = members["revision"] { state.toldRevision = max(state.toldRevision, revision) }
         state.outbox.append(Event(id: 0, name: name, data: JSON.object(members).encoded()))
     }
 

@@ -11,7 +11,8 @@ import Synchronization
 ///
 /// Thread-safety: `enqueue` under the store's lock; `perform` from any thread after it.
 final class Outbox: Sendable {
-    private let queue = Locked<[Effects]>([])
+    /// Effects to perform, and the revision of the last command enqueued (with effects or not).
+    private let queue = Locked<(effects: [Effects], revision: Int)>(([], 0))
     /// Held while draining and performing, so batches go in in order. It counts the batches
     /// performed: a `Locked<Void>` has an empty state, whose accesses ThreadSanitizer sees
     /// outside the lock (the compiler may move them) and reports as races.
@@ -22,17 +23,29 @@ final class Outbox: Sendable {
     /// streams in memory; a durable store's also wait for `publish`).
     let performedRevision = Atomic<Int>(0)
 
+    /// Starts over at `revision` (a store whose state was replaced), with nothing queued.
+    func reset(revision: Int) {
+        performing.withLock { _ in
+            queue.withLock { $0 = ([], revision) }
+            performedRevision.store(revision, ordering: .releasing)
+        }
+    }
+
+    /// Queues a command's effects (under the store's lock, so in apply order). A command
+    /// without effects still counts: its revision is settled once what came before is performed.
     func enqueue(_ effects: Effects) {
-        guard !effects.isEmpty else { return }
-        queue.withLock { $0.append(effects) }
+        queue.withLock { queue in
+            queue.revision = max(queue.revision, effects.revision)
+            if !effects.isEmpty { queue.effects.append(effects) }
+        }
     }
 
     /// Performs everything queued so far, in order.
     func perform() {
         let (wake, barriers, tellTimer) = performing.withLock {
-            performed -> ([EventLog], [(log: EventLog, revision: Int)], Bool) in
-            let batch = queue.withLock { queue -> [Effects] in
-                defer { queue.removeAll(keepingCapacity: true) }
+            performed -> ([EventLog], [EventLog.Barrier], Bool) in
+            let (batch, revision) = queue.withLock { queue in
+                defer { queue.effects.removeAll(keepingCapacity: true) }
                 return queue
             }
             performed &+= 1
@@ -41,24 +54,22 @@ final class Outbox: Sendable {
             // change since it was last woken.
             var touched: [EventLog] = []
             var order: [EventLog] = []
-            var barriers: [(log: EventLog, revision: Int)] = []
+            var barriers: [EventLog.Barrier] = []
             var tellTimer = false
             for effects in batch {
                 for (log, event) in effects.events where log.append(event, batch: performed) {
                     touched.append(log)
                 }
                 for log in effects.closedLogs where log.close() { order.append(log) }
-                barriers += effects.barriers
+                // Right after the events of the commands before it: between two revisions.
+                barriers += effects.barriers.map { $0.log.barrier(revision: $0.revision) }
                 tellTimer = tellTimer || effects.timerMustLook
             }
             for log in touched where log.reveal() { order.append(log) }
-            if let last = batch.last { _ = performedRevision.max(last.revision, ordering: .releasing) }
+            _ = performedRevision.max(revision, ordering: .releasing)
             return (order, barriers, tellTimer)
         }
-        for (log, revision) in barriers {
-            log.barrier(revision: revision)
-            log.wake()
-        }
+        for barrier in barriers { barrier.deliver() }
         for log in wake { log.wake() }
         if tellTimer { timer.withLock { $0 }?.call() }
     }

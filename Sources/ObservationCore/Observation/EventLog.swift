@@ -69,6 +69,9 @@ public final class EventLog: Sendable {
         var lastID = 0
         /// The last id streams may send: ids past it wait for their change to be durable.
         var visibleID = 0
+        /// The last id of the last whole batch appended (`reveal`): streams never see past it,
+        /// so never part of a revision, even when `publish` has gone further.
+        var revealedID = 0
         /// Whether appends wait for `publish` to become visible (a persistent store).
         var gated = false
         let capacity: Int
@@ -89,6 +92,9 @@ public final class EventLog: Sendable {
 
         /// The id of the oldest event held (lastID + 1 when empty).
         var oldestID: Int { lastID - events.count + 1 }
+
+        /// The last id streams may send now: revealed, and published (a gated log).
+        var showableID: Int { min(visibleID, revealedID) }
 
         mutating func evict() {
             var evicted = false
@@ -119,6 +125,7 @@ public final class EventLog: Sendable {
         var state = State(capacity: max(1, capacity), maxBytes: max(1, maxBytes))
         state.lastID = lastID
         state.visibleID = lastID
+        state.revealedID = lastID
         state.highestSent = lastID
         state.gated = gated
         self.state = Locked(state)
@@ -143,10 +150,11 @@ public final class EventLog: Sendable {
     }
 
     /// Shows the events appended in the current batch to streams (a gated log: once they are
-    /// published, and its publisher wakes it). Returns whether the caller must wake the log:
-    /// something new is visible and it is the log's first change since its last `wake()`.
+    /// published too, and its publisher wakes it). Returns whether the caller must wake the
+    /// log: something new is visible and it is the log's first change since its last `wake()`.
     func reveal() -> Bool {
         state.withLock { state in
+            state.revealedID = state.lastID
             if !state.gated { state.visibleID = state.lastID }
             guard state.lastID <= state.visibleID else { return false }
             defer { state.wakePending = true }
@@ -154,18 +162,32 @@ public final class EventLog: Sendable {
         }
     }
 
-    /// Hands every attached stream a delivery barrier at `revision`, after every event the log
-    /// holds now (call outside the store's lock; wake the log afterwards).
-    func barrier(revision: Int) {
-        let (readers, afterID) = state.withLock { state in
+    /// A delivery barrier at `revision` after every event the log holds now, for the streams
+    /// attached now: take it where the log's events are in apply order (the outbox, while it
+    /// performs), `deliver` it after every lock is released.
+    func barrier(revision: Int) -> Barrier {
+        state.withLock { state in
             state.wakePending = true
-            return (state.attached.map(\.reader), state.lastID)
+            return Barrier(log: self, readers: state.attached.map(\.reader), afterID: state.lastID, revision: revision)
         }
-        for reader in readers { reader.barrier(afterID, revision) }
+    }
+
+    /// A delivery barrier taken (`barrier(revision:)`), not yet handed to its streams.
+    struct Barrier {
+        let log: EventLog
+        let readers: [Reader]
+        let afterID: Int
+        let revision: Int
+
+        /// Hands it to each stream, then wakes the log.
+        func deliver() {
+            for reader in readers { reader.barrier(afterID, revision) }
+            log.wake()
+        }
     }
 
     /// Lets streams send every event up to `id` (its change is durable), including events
-    /// not appended yet (they show as soon as they are). Wake the log afterwards.
+    /// not appended or revealed yet (they show as soon as they are). Wake the log afterwards.
     public func publish(through id: Int) {
         state.withLock { $0.visibleID = max($0.visibleID, id) }
     }
@@ -176,6 +198,7 @@ public final class EventLog: Sendable {
             guard state.events.count == 0 else { return }
             state.lastID = id
             state.visibleID = id
+            state.revealedID = id
             state.highestSent = id
         }
     }
@@ -191,7 +214,7 @@ public final class EventLog: Sendable {
     }
 
     /// Closed, with every event visible (a closed log's last events may still wait for durability).
-    public var isClosed: Bool { state.withLock { $0.closed && $0.visibleID >= $0.lastID } }
+    public var isClosed: Bool { state.withLock { $0.closed && $0.showableID >= $0.lastID } }
 
     public var capacity: Int { state.withLock { $0.capacity } }
 
@@ -234,7 +257,7 @@ public final class EventLog: Sendable {
         advancing token: Int? = nil
     ) -> ReadResult {
         state.withLock { state in
-            let visible = min(state.visibleID, state.lastID, last)
+            let visible = min(state.showableID, state.lastID, last)
             guard cursor < visible else { return .upToDate }
             guard state.events.count > 0, cursor + 1 >= state.oldestID else {
                 return .gap(oldest: max(1, state.oldestID))
@@ -283,7 +306,7 @@ public final class EventLog: Sendable {
     public var lastID: Int { state.withLock { $0.lastID } }
 
     /// The last id streams may send now.
-    public var visibleID: Int { state.withLock { min($0.visibleID, $0.lastID) } }
+    public var visibleID: Int { state.withLock { min($0.showableID, $0.lastID) } }
 
     /// The oldest id still held (lastID + 1 when empty).
     public var oldestID: Int { state.withLock { $0.oldestID } }

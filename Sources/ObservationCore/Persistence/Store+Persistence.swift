@@ -38,7 +38,7 @@ extension Store {
         var restored = StoreState(limits: limits)
         if let image { try restored.restore(image) }
         state.withLock { $0 = restored }
-        outbox.performedRevision.store(restored.revision, ordering: .releasing)
+        outbox.reset(revision: restored.revision)
     }
 
     /// The journal position of the last change: a caller that saw a change made by now

@@ -1,0 +1,80 @@
+import Testing
+
+@testable import ObservationCore
+
+/// What streams may see of an event log: whole revisions only, and on a durable server only
+/// what is durable; and the revision a stream may call settled.
+@Suite("Event logs: what streams may see")
+struct EventLogTests {
+    func event(_ id: Int, revision: Int) -> Event {
+        Event(id: id, name: "change", data: Array("{}".utf8), revision: revision)
+    }
+
+    func ids(_ result: EventLog.ReadResult) -> [Int] {
+        if case .events(let events) = result { events.map(\.id) } else { [] }
+    }
+
+    @Test("a durable log shows a batch only once it is both published and wholly appended")
+    func publishedBeforeRevealed() {
+        let log = EventLog(label: "o", capacity: 10, gated: true)
+        // The commit is durable (published through 3) while the outbox is still appending.
+        #expect(log.append(event(1, revision: 7), batch: 1))
+        #expect(!log.append(event(2, revision: 7), batch: 1))
+        log.publish(through: 3)
+        #expect(ids(log.read(after: 0)) == [], "part of revision 7 is not shown")
+        #expect(log.visibleID == 0)
+        _ = log.append(event(3, revision: 7), batch: 1)
+        #expect(log.reveal())
+        #expect(ids(log.read(after: 0)) == [1, 2, 3])
+        #expect(log.visibleID == 3)
+    }
+
+    @Test("an in-memory log shows a batch at its reveal, a durable one at the later of reveal and publish")
+    func revealThenPublish() {
+        let memory = EventLog(label: "m", capacity: 10)
+        _ = memory.append(event(1, revision: 1), batch: 1)
+        #expect(ids(memory.read(after: 0)) == [])
+        #expect(memory.reveal())
+        #expect(ids(memory.read(after: 0)) == [1])
+        let durable = EventLog(label: "d", capacity: 10, gated: true)
+        _ = durable.append(event(1, revision: 1), batch: 1)
+        #expect(!durable.reveal(), "nothing new to show before the publish")
+        #expect(ids(durable.read(after: 0)) == [])
+        durable.publish(through: 1)
+        #expect(ids(durable.read(after: 0)) == [1])
+    }
+
+    @Test("the settled revision follows commands that make no event (a class defined, deleted)")
+    func settledRevisionWithoutEvents() throws {
+        let store = Store()
+        _ = try store.defineClass("Point", definition: ["properties": ["x": ["type": "number"]]])
+        #expect(store.settledRevision == store.stats().revision)
+        _ = try store.deleteClass("Point")
+        #expect(store.settledRevision == store.stats().revision)
+        #expect(store.settledRevision == 2)
+    }
+
+    @Test("a barrier sits after the events applied before it, whatever comes after")
+    func barrierPosition() throws {
+        let store = Store()
+        let observer = try store.createObserver(ObserverSettings()).observer.id
+        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try store.observe(observerID: observer, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        let log = try store.eventLog(of: observer)
+        let barriers = Locked<[(afterID: Int, revision: Int)]>([])
+        _ = log.attach(
+            cursor: 0,
+            reader: EventLog.Reader(
+                wake: {}, abort: {},
+                barrier: { afterID, revision in barriers.withLock { $0.append((afterID, revision)) } }))
+        _ = try store.setValue(1, of: "a", at: "n")
+        guard case .barrier(let revision) = try store.issue(.progress(observer: observer)) else {
+            Issue.record("not a barrier")
+            return
+        }
+        _ = try store.setValue(2, of: "a", at: "n")
+        let got = barriers.withLock { $0 }
+        #expect(got.count == 1)
+        #expect(got.first?.afterID == log.lastID - 1 && got.first?.revision == revision)
+    }
+}
