@@ -1,11 +1,11 @@
 // The dashboard: asks for a token when the server wants one, opens the admin stream,
 // fetches a snapshot, then keeps every view current from the stream. Figures the
 // stream does not carry (open streams, backlogs, leases) are refreshed from
-// /v1/stats and /v1/observers every POLL_MS.
+// /v1/stats and /v1/observers every POLL_MS. Streams are the client's (/client/obs.js):
+// they resume with Last-Event-ID by themselves after any disconnect.
 
-import { Api, ApiError } from "./api.js";
+import { Api, ApiError, readable } from "./api.js";
 import { el, schedule } from "./frame.js";
-import { LiveStream } from "./live-stream.js";
 import { Model } from "./model.js";
 import { fetchSnapshot } from "./snapshot.js";
 import { CountersView } from "./views/counters.js";
@@ -15,11 +15,6 @@ import { GraphView } from "./views/graph.js";
 import { ObjectsView } from "./views/objects.js";
 import { ObserversView } from "./views/observers.js";
 
-const ADMIN_EVENTS = [
-  "objectCreated", "objectDeleted", "objectReleasePending", "valueChanged", "observerCreated", "observerRemoved",
-  "observationAdded", "observationRemoved", "subscriptionAdded", "subscriptionRemoved", "notificationPosted",
-];
-const OBSERVER_EVENTS = ["change", "notification", "cancelled"];
 const POLL_MS = 1000;
 const WATCH_KEEP = 200;
 
@@ -105,7 +100,7 @@ async function start() {
   } catch (error) {
     const problem = error instanceof ApiError ? tokenProblem(error) : null;
     if (problem) return askForToken(problem);
-    showAlert(`The server cannot be reached: ${error.readable ?? error.message}. Retrying…`);
+    showAlert(`The server cannot be reached: ${readable(error)}. Retrying…`);
     setConnection("error", "offline");
     setTimeout(start, 2000);
     return;
@@ -113,13 +108,13 @@ async function start() {
   $("token-panel").hidden = true;
   $("dashboard").hidden = false;
   $("forget-token").hidden = !api.token;
-  adminStream = new LiveStream(api, "/v1/events", ADMIN_EVENTS, {
-    event: onAdminEvent,
-    reset: () => refetch(),
-    state: (state) => setConnection(state === "live" ? "live" : "error", state === "live" ? "live" : "reconnecting…"),
-    closed: checkAccess,
+  adminStream = api.stream("/v1/events", {
+    commits: false, // the admin events are applied one by one
+    onEvent: onAdminEvent,
+    onReset: () => refetch(),
+    onState: showStreamState,
+    onError: adminStreamRefused,
   });
-  adminStream.start();
   refetch();
   loadClasses();
   clearInterval(pollTimer);
@@ -127,7 +122,7 @@ async function start() {
 }
 
 function stopAll() {
-  adminStream?.stop();
+  adminStream?.close();
   adminStream = null;
   stopWatching();
   clearInterval(pollTimer);
@@ -159,7 +154,7 @@ async function refetch() {
     if (mine !== generation) return;
     const problem = error instanceof ApiError ? tokenProblem(error) : null;
     if (problem) return askForToken(problem);
-    showAlert(`Loading the state failed: ${error.readable ?? error.message}. Retrying…`);
+    showAlert(`Loading the state failed: ${readable(error)}. Retrying…`);
     setTimeout(() => mine === generation && refetch(), 2000);
   }
 }
@@ -168,20 +163,19 @@ function markLoaded() {
   $("dashboard").setAttribute("aria-busy", "false");
 }
 
-/** Called when a stream gave up: a 401 asks for the token (and stops); anything else retries. */
-async function checkAccess() {
-  try {
-    await api.get("/v1/stats");
-    return true;
-  } catch (error) {
-    const problem = error instanceof ApiError ? tokenProblem(error) : null;
-    if (problem) {
-      askForToken(problem);
-      return false;
-    }
-    setConnection("error", "offline");
-    return true;
-  }
+function showStreamState(state) {
+  if (state === "live") setConnection("live", "live");
+  else if (state === "connecting") setConnection("connecting", "connecting…");
+  else if (state === "reconnecting") setConnection("error", "reconnecting…");
+}
+
+/** The admin stream was refused (the client retries anything else): a 401/403 asks for the token. */
+function adminStreamRefused(error) {
+  const problem = tokenProblem(error);
+  if (problem) return askForToken(problem);
+  setConnection("error", "offline");
+  showAlert(`The admin stream was refused: ${readable(error)}. Retrying…`);
+  setTimeout(() => adminStream?.open(), 2000);
 }
 
 async function poll() {
@@ -193,7 +187,7 @@ async function poll() {
   } catch (error) {
     const problem = error instanceof ApiError ? tokenProblem(error) : null;
     if (problem) askForToken(problem);
-    else showAlert(`Refreshing the figures failed: ${error.readable ?? error.message}`);
+    else showAlert(`Refreshing the figures failed: ${readable(error)}`);
   }
 }
 
@@ -213,7 +207,7 @@ async function loadClasses() {
     const names = (answer.classes ?? []).map((c) => (typeof c === "string" ? c : c.name));
     $("class-names").replaceChildren(...names.map((name) => el("option", { value: name })));
   } catch (error) {
-    showAlert(`Loading the classes failed: ${error.readable ?? error.message}`);
+    showAlert(`Loading the classes failed: ${readable(error)}`);
   }
 }
 
@@ -230,24 +224,20 @@ function watch(observerID) {
       el("span", { class: "eid" }, id ? `#${id}` : ""), el("span", { class: "kind" }, kind), describe(kind, data)));
     while (list.childElementCount > WATCH_KEEP) list.lastElementChild.remove();
   };
-  const stream = new LiveStream(api, `/v1/observers/${encodeURIComponent(observerID)}/events`, OBSERVER_EVENTS, {
-    event: add,
-    reset: (data) => add("reset", data, null),
-    closed: async () => {
-      if (!model.observers.has(observerID)) {
-        add("closed", { reason: "the observer is gone" }, null);
-        return false;
-      }
-      return checkAccess();
+  const stream = api.stream(`/v1/observers/${encodeURIComponent(observerID)}/events`, {
+    onEvent: add,
+    onReset: (data) => add("reset", data, null),
+    onError: (error) => {
+      const reason = model.observers.has(observerID) ? readable(error) : "the observer is gone";
+      add("closed", { reason }, null);
     },
   });
   watched = { id: observerID, stream };
-  stream.start();
   $("watch-close").focus();
 }
 
 function stopWatching() {
-  watched?.stream.stop();
+  watched?.stream.close();
   watched = null;
   $("watch-panel").hidden = true;
 }
@@ -260,7 +250,7 @@ async function deleteObserver(id) {
     await api.delete(`/v1/observers/${encodeURIComponent(id)}`);
     if (watched?.id === id) stopWatching();
   } catch (error) {
-    showAlert(`Deleting ${id} failed: ${error.readable ?? error.message}`);
+    showAlert(`Deleting ${id} failed: ${readable(error)}`);
   }
 }
 

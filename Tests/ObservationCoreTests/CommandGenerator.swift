@@ -118,6 +118,7 @@ struct CommandGenerator {
         case 92..<94: return stamp(redefineClass())
         case 94..<95: return stamp(.deleteClass(name: chance(0.5) ? "Team" : "Nothing"))
         case 95..<96: return stamp(.restart)
+        case 96..<98: return stamp(.flushThrottled)
         default:
             return stamp(
                 .setValue(object: plainObject(), keyPath: "nested.a.b", value: .int(pick(0..<5)), ifRevision: nil))
@@ -185,7 +186,7 @@ struct CommandGenerator {
         return .createObserver(
             id: id, tokenHash: "hash\(serial)", name: chance(0.1) ? "bad name" : nil,
             lease: chance(0.15) ? pick(1..<4) : pick(600..<3600),
-            retainObserved: chance(0.4), replay: chance(0.1) ? 0 : pick(1..<50))
+            retainObserved: chance(0.4), replay: chance(0.1) ? 0 : pick(1..<50), client: chance(0.5) ? "tab0" : nil)
     }
 
     private mutating func observe() -> Command.Action {
@@ -215,10 +216,13 @@ struct CommandGenerator {
         }
         registrations += ids
         let options =
-            (chance(0.03) ? ["new", "bogus"] : ["new", "old", "initial", "prior"].filter { _ in chance(0.6) })
+            (chance(0.03)
+                ? ["new", "bogus"]
+                : ["new", "old", "initial", "prior"].filter { _ in chance(0.6) } + (chance(0.15) ? ["skipOwn"] : []))
         return .observe(
             observer: observer(), object: object, keyPaths: chosen, options: options,
-            context: chance(0.3) ? ["tag": .int(serial)] : (chance(0.1) ? .null : nil), registrationIDs: ids)
+            context: chance(0.3) ? ["tag": .int(serial)] : (chance(0.1) ? .null : nil), registrationIDs: ids,
+            throttle: chance(0.15) ? pick(1..<600) : nil)
     }
 
     private mutating func unobserve() -> Command.Action {
@@ -262,7 +266,8 @@ struct CommandGenerator {
     private mutating func stamp(_ action: Command.Action) -> Command {
         time += Int64(pick(0..<300))
         if chance(0.02) { time -= 5_000 }  // a clock that goes back: apply must not
-        return Command(time: Timestamp(milliseconds: time), action)
+        // Some writers name themselves (`by`, section 7.3); observers of tab0 skip its echoes.
+        return Command(time: Timestamp(milliseconds: time), action, by: chance(0.4) ? element(["tab0", "tab1"]) : nil)
     }
 
     private mutating func pick(_ range: Range<Int>) -> Int { Int.random(in: range, using: &random) }

@@ -31,7 +31,8 @@ struct DeterminismTests {
             "kinds never generated: \(Set(Self.allKinds).subtracting(kinds.keys))")
         if case .int(let refused)? = fixed["refused"], case .int(let events)? = fixed["events"] {
             #expect(refused > commands.count / 20 && refused < commands.count / 2, "refused \(refused)")
-            #expect(events > commands.count, "only \(events) events")
+            // Most commands make events (throttled registrations fold some of theirs).
+            #expect(events > commands.count * 3 / 4, "only \(events) events")
         }
         print("determinism (seed \(seed)): \(String(decoding: JSON.object(fixed).encoded(), as: UTF8.self))")
     }
@@ -59,7 +60,7 @@ struct DeterminismTests {
     static let allKinds = [
         "defineClass", "deleteClass", "createObject", "patch", "deleteObject", "setValue", "mutate", "notify",
         "createObserver", "deleteObserver", "keepalive", "observe", "unobserve", "subscribe", "unsubscribe", "post",
-        "expireLeases", "deliverQueued", "openStream", "closeStream", "restart", "nodeDown",
+        "expireLeases", "deliverQueued", "flushThrottled", "openStream", "closeStream", "restart", "nodeDown",
     ]
 
     /// Runs `obs-server --replay file` in its own process; `hashing` deterministic or random seeds.

@@ -2,7 +2,7 @@
 // a class, an observer with its registrations, and post a notification. Every answer,
 // success or error, is shown next to the form that asked.
 
-import { ApiError, segment } from "../api.js";
+import { ApiError, readable, segment } from "../api.js";
 
 export class FormsView {
   constructor(root, api, { onClassesChanged }) {
@@ -93,7 +93,7 @@ export class FormsView {
         said.push(`subscribed to ${text("subscribe")}`);
       }
     } catch (error) {
-      throw new ApiError(error.status, error.code, `${said.join("; ")}; but: ${error.readable ?? error.message}`);
+      throw new ApiError(error.status, error.code, `${said.join("; ")}; but: ${readable(error)}`);
     }
     return said.join("; ");
   }
@@ -122,7 +122,7 @@ async function run(form, action) {
     result.textContent = said;
   } catch (error) {
     result.className = "result error";
-    result.textContent = error instanceof ApiError ? error.readable : error.message;
+    result.textContent = readable(error);
   }
 }
 

@@ -1,20 +1,22 @@
 import ObservationCore
 
 extension ServiceAPI {
-    /// Issues a client's command now and answers with its outcome (`finish` adjusts a
-    /// successful answer). On a cluster node the command goes to the cluster's log first, and
-    /// the answer is the outcome of applying it when it comes back (a deferred answer).
-    func execute(_ action: Command.Action, finish: (@Sendable (inout HTTPResponse) -> Void)? = nil) throws
-        -> HTTPResponse
-    {
+    /// Issues a client's command now, named by the request's `Obs-Client`, and answers with its
+    /// outcome (`finish` adjusts a successful answer). On a cluster node the command goes to
+    /// the cluster's log first, and the answer is the outcome of applying it when it comes back
+    /// (a deferred answer).
+    func execute(
+        _ request: HTTPRequest, _ action: Command.Action, finish: (@Sendable (inout HTTPResponse) -> Void)? = nil
+    ) throws -> HTTPResponse {
+        let command = Command(time: .now(), action, by: try Self.client(of: request))
         let answer: @Sendable (Outcome) -> HTTPResponse = { outcome in
             var response = HTTPResponse.answer(outcome)
             finish?(&response)
             return response
         }
-        guard let cluster else { return answer(try store.issue(action)) }
+        guard let cluster else { return answer(try store.execute(command)) }
         let deferred = DeferredAnswer()
-        cluster.submit(Command(time: .now(), action)) { result in
+        cluster.submit(command) { result in
             deferred.resolve {
                 switch result {
                 case .success(let outcome): answer(outcome)
@@ -23,6 +25,17 @@ extension ServiceAPI {
             }
         }
         return .deferred(deferred)
+    }
+
+    /// The writer's name from `Obs-Client` (section 7.3): 1–128 characters of the id alphabet.
+    static func client(of request: HTTPRequest) throws(CoreError) -> String? {
+        guard let name = request.headers.client else { return nil }
+        guard Names.isValidID(name) else {
+            throw CoreError(
+                .invalidRequest, "Obs-Client is 1–128 of A–Z a–z 0–9 . _ ~ -",
+                details: ["header": "Obs-Client"])
+        }
+        return name
     }
 }
 

@@ -5,6 +5,7 @@ extension ServiceAPI {
         router.on(.post, "/v1/observers/{id}/subscriptions") { request, parameters in
             let body = try jsonBody(request, allowed: ["name", "object"])
             return try execute(
+                request,
                 .subscribe(
                     observer: parameters["id"], name: try body.string("name"), object: try body.string("object"),
                     subscriptionID: Command.newID("sub_")))
@@ -14,13 +15,15 @@ extension ServiceAPI {
                 "subscriptions": .array(try store.observer(parameters["id"]).subscriptionList.map { .object($0.json) })
             ])
         }
-        router.on(.delete, "/v1/observers/{id}/subscriptions/{subscription}") { _, parameters in
+        router.on(.delete, "/v1/observers/{id}/subscriptions/{subscription}") { request, parameters in
             try execute(
+                request,
                 .unsubscribe(
                     observer: parameters["id"], subscription: parameters["subscription"], name: nil, object: nil))
         }
         router.on(.delete, "/v1/observers/{id}/subscriptions") { request, parameters in
             try execute(
+                request,
                 .unsubscribe(
                     observer: parameters["id"], subscription: nil, name: request.stringQuery("name"),
                     object: try request.idQuery("object")))
@@ -40,6 +43,7 @@ extension ServiceAPI {
                 coalesce.append(text)
             }
             return try execute(
+                request,
                 .post(
                     name: name, object: try body.string("object"),
                     userInfo: try body.object("userInfo").map(JSON.object),

@@ -8,6 +8,7 @@ extension ServiceAPI {
         router.on(.post, "/v1/objects") { request, _ in
             let body = try jsonBody(request, allowed: ["id", "class", "values"])
             return try execute(
+                request,
                 .createObject(
                     id: try body.string("id"), className: try body.string("class"),
                     values: try body.object("values") ?? [:], generatedID: Command.newID("obj_")))
@@ -26,12 +27,13 @@ extension ServiceAPI {
         router.on(.patch, "/v1/objects/{id}") { request, parameters in
             let body = try jsonBody(request, allowed: ["values", "ifRevision"])
             return try execute(
+                request,
                 .patch(
                     object: parameters["id"], values: try body.required("values", body.object),
                     ifRevision: try body.int("ifRevision")))
         }
-        router.on(.delete, "/v1/objects/{id}") { _, parameters in
-            try execute(.deleteObject(object: parameters["id"]))
+        router.on(.delete, "/v1/objects/{id}") { request, parameters in
+            try execute(request, .deleteObject(object: parameters["id"]))
         }
     }
 }

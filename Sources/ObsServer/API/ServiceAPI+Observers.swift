@@ -3,15 +3,16 @@ import ObservationCore
 extension ServiceAPI {
     func registerObservers(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers") { request, _ in
-            let body = try jsonBody(request, allowed: ["name", "lease", "retainObserved", "replay"])
+            let body = try jsonBody(request, allowed: ["name", "lease", "retainObserved", "replay", "client"])
             let defaults = ObserverSettings()
             let token = Command.newToken()
             return try execute(
+                request,
                 .createObserver(
                     id: Command.newID("obs_"), tokenHash: TokenHash.of(token), name: try body.string("name"),
                     lease: try body.int("lease") ?? defaults.lease,
                     retainObserved: try body.bool("retainObserved") ?? defaults.retainObserved,
-                    replay: try body.int("replay") ?? defaults.replay)
+                    replay: try body.int("replay") ?? defaults.replay, client: try body.string("client"))
             ) { response in
                 response.insertMember("token", .string(token))  // shown once, here: the state keeps its hash only
             }
@@ -27,21 +28,22 @@ extension ServiceAPI {
             members["subscriptions"] = .array(observer.subscriptionList.map { .object($0.json) })
             return .json(.object(members))
         }
-        router.on(.delete, "/v1/observers/{id}") { _, parameters in
-            try execute(.deleteObserver(observer: parameters["id"]))
+        router.on(.delete, "/v1/observers/{id}") { request, parameters in
+            try execute(request, .deleteObserver(observer: parameters["id"]))
         }
-        router.on(.post, "/v1/observers/{id}/keepalive") { _, parameters in
-            try execute(.keepalive(observer: parameters["id"]))
+        router.on(.post, "/v1/observers/{id}/keepalive") { request, parameters in
+            try execute(request, .keepalive(observer: parameters["id"]))
         }
-        router.on(.post, "/v1/observers/{id}/progress") { _, parameters in
-            try execute(.progress(observer: parameters["id"]))
+        router.on(.post, "/v1/observers/{id}/progress") { request, parameters in
+            try execute(request, .progress(observer: parameters["id"]))
         }
         registerObservations(in: &router)
     }
 
     private func registerObservations(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers/{id}/observations") { request, parameters in
-            let body = try jsonBody(request, allowed: ["object", "keyPath", "keyPaths", "options", "context"])
+            let body = try jsonBody(
+                request, allowed: ["object", "keyPath", "keyPaths", "options", "context", "throttle"])
             let object = try body.required("object", body.string)
             var keyPaths: [String] = []
             if let keyPath = try body.string("keyPath") { keyPaths.append(keyPath) }
@@ -49,15 +51,18 @@ extension ServiceAPI {
             let options = try body.strings("options") ?? []
             _ = try ObservationOptions(names: options)  // an unknown option is refused first, with a suggestion
             return try execute(
+                request,
                 .observe(
                     observer: parameters["id"], object: object, keyPaths: keyPaths, options: options,
-                    context: body["context"], registrationIDs: keyPaths.map { _ in Command.newID("reg_") }))
+                    context: body["context"], registrationIDs: keyPaths.map { _ in Command.newID("reg_") },
+                    throttle: try body.int("throttle")))
         }
         router.on(.get, "/v1/observers/{id}/observations") { _, parameters in
             .json(["observations": .array(try store.observer(parameters["id"]).registrations.map { .object($0.json) })])
         }
-        router.on(.delete, "/v1/observers/{id}/observations/{registration}") { _, parameters in
+        router.on(.delete, "/v1/observers/{id}/observations/{registration}") { request, parameters in
             try execute(
+                request,
                 .unobserve(
                     observer: parameters["id"], registration: parameters["registration"], object: nil, keyPath: nil))
         }
@@ -65,6 +70,7 @@ extension ServiceAPI {
             let keyPath = request.stringQuery("keyPath")
             if let keyPath { _ = try KeyPath(keyPath) }  // not a key path: 400, never a look-alike match
             return try execute(
+                request,
                 .unobserve(
                     observer: parameters["id"], registration: nil, object: try request.idQuery("object"),
                     keyPath: keyPath))

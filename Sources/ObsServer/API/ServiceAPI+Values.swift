@@ -17,6 +17,7 @@ extension ServiceAPI {
         router.on(.put, "/v1/objects/{id}/values/{keyPath}") { request, parameters in
             let body = try jsonBody(request, allowed: ["value", "ifRevision"])
             return try execute(
+                request,
                 .setValue(
                     object: parameters["id"], keyPath: parameters["keyPath"], value: try body.required("value"),
                     ifRevision: try body.int("ifRevision")))
@@ -32,13 +33,15 @@ extension ServiceAPI {
                 indexes.append(value)
             }
             return try execute(
+                request,
                 .mutate(
                     object: parameters["id"], keyPath: parameters["keyPath"], kind: kind, indexes: indexes,
                     values: try body.array("values") ?? [], ifRevision: try body.int("ifRevision")))
         }
         router.on(.post, "/v1/objects/{id}/notify") { request, parameters in
             let body = try jsonBody(request, allowed: ["keyPaths"])
-            return try execute(.notify(object: parameters["id"], keyPaths: try body.required("keyPaths", body.strings)))
+            return try execute(
+                request, .notify(object: parameters["id"], keyPaths: try body.required("keyPaths", body.strings)))
         }
     }
 }

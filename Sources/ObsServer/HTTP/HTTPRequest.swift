@@ -19,6 +19,8 @@ struct HTTPHeaders: Sendable {
     var authorization: String?
     var accept: String?
     var lastEventID: String?
+    /// `Obs-Client`: the writer's name (section 7.3).
+    var client: String?
 }
 
 /// A complete HTTP request: line, the headers the service reads, query and body.

@@ -1,7 +1,8 @@
 import Foundation
 import ObservationCore
 
-/// The one timer thread: lease expiry, stream heartbeats and the notification queue.
+/// The one timer thread: lease expiry, stream heartbeats, the notification queue and the
+/// ends of throttle windows (`flushThrottled`).
 ///
 /// It sleeps until the next deadline (the earliest lease, the next heartbeat, the
 /// moment queued `idle` postings are due); queued `asap` postings go out as soon as it wakes;
@@ -75,7 +76,9 @@ final class ServiceTimer: Sendable {
         var failed = false
         if let lease = store.nextLeaseDeadline, lease <= Timestamp.now() { failed = !act(.expireLeases) || failed }
         if store.oldestQueued(.asap) != nil { failed = !act(.deliverQueued(posting: "asap")) || failed }
+        if let due = store.nextThrottleDeadline, due <= Timestamp.now() { failed = !act(.flushThrottled) || failed }
         var deadline = store.nextLeaseDeadline.map(Self.instant) ?? .now + heartbeatInterval
+        if let due = store.nextThrottleDeadline { deadline = min(deadline, Self.instant(due)) }
         if let oldest = store.oldestQueued(.idle) {
             let due = min(Self.instant(oldest) + Self.idleMaxDelay, lastRequest() + idleQuiet)
             if due <= ContinuousClock.now {

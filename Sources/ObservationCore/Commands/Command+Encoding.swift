@@ -22,6 +22,10 @@ extension Command {
             writer.key(name)
             writer.write(value)
         }
+        if let by {
+            writer.raw(",\"by\":")
+            writer.write(by)
+        }
         writer.raw("}")
         return writer.bytes
     }
@@ -43,7 +47,7 @@ extension Command {
         }
         self.init(
             time: Timestamp(milliseconds: Int64(try fields.int("t"))),
-            try Action(kind: try fields.string("a"), fields))
+            try Action(kind: try fields.string("a"), fields), by: try fields.optionalString("by"))
     }
 }
 
@@ -74,18 +78,21 @@ extension Command.Action {
             ]
         case .notify(let object, let keyPaths):
             [("object", .string(object)), ("keyPaths", .array(keyPaths.map(JSON.string)))]
-        case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay):
+        case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client):
             [
                 ("id", .string(id)), ("tokenHash", .string(tokenHash)), ("name", name.map(JSON.string)),
                 ("lease", .int(lease)), ("retainObserved", .bool(retainObserved)), ("replay", .int(replay)),
+                ("client", client.map(JSON.string)),
             ]
         case .deleteObserver(let observer), .keepalive(let observer), .progress(let observer):
             [("observer", .string(observer))]
-        case .observe(let observer, let object, let keyPaths, let options, let context, let registrationIDs):
+        case .observe(
+            let observer, let object, let keyPaths, let options, let context, let registrationIDs, let throttle):
             [
                 ("observer", .string(observer)), ("object", .string(object)),
                 ("keyPaths", .array(keyPaths.map(JSON.string))), ("options", .array(options.map(JSON.string))),
                 ("context", context), ("registrationIds", .array(registrationIDs.map(JSON.string))),
+                ("throttle", throttle.map(JSON.int)),
             ]
         case .unobserve(let observer, let registration, let object, let keyPath):
             [
@@ -107,7 +114,7 @@ extension Command.Action {
                 ("name", .string(name)), ("object", object.map(JSON.string)), ("userInfo", userInfo),
                 ("posting", .string(posting)), ("coalesce", .array(coalesce.map(JSON.string))),
             ]
-        case .expireLeases, .restart: []
+        case .expireLeases, .restart, .flushThrottled: []
         case .deliverQueued(let posting): [("posting", .string(posting))]
         case .openStream(let observer, let holder), .closeStream(let observer, let holder):
             [("observer", observer.map(JSON.string)), ("holder", holder.map(JSON.string))]
@@ -144,7 +151,8 @@ extension Command.Action {
             self = .createObserver(
                 id: try fields.string("id"), tokenHash: try fields.string("tokenHash"),
                 name: try fields.optionalString("name"), lease: try fields.int("lease"),
-                retainObserved: try fields.bool("retainObserved"), replay: try fields.int("replay"))
+                retainObserved: try fields.bool("retainObserved"), replay: try fields.int("replay"),
+                client: try fields.optionalString("client"))
         case "deleteObserver": self = .deleteObserver(observer: try fields.string("observer"))
         case "keepalive": self = .keepalive(observer: try fields.string("observer"))
         case "progress": self = .progress(observer: try fields.string("observer"))
@@ -152,7 +160,8 @@ extension Command.Action {
             self = .observe(
                 observer: try fields.string("observer"), object: try fields.string("object"),
                 keyPaths: try fields.strings("keyPaths"), options: try fields.strings("options"),
-                context: fields.optionalJSON("context"), registrationIDs: try fields.strings("registrationIds"))
+                context: fields.optionalJSON("context"), registrationIDs: try fields.strings("registrationIds"),
+                throttle: try fields.optionalInt("throttle"))
         case "unobserve":
             self = .unobserve(
                 observer: try fields.string("observer"), registration: try fields.optionalString("registration"),
@@ -171,6 +180,7 @@ extension Command.Action {
                 userInfo: fields.optionalJSON("userInfo"), posting: try fields.string("posting"),
                 coalesce: try fields.strings("coalesce"))
         case "expireLeases": self = .expireLeases
+        case "flushThrottled": self = .flushThrottled
         case "deliverQueued": self = .deliverQueued(posting: try fields.string("posting"))
         case "openStream":
             self = .openStream(

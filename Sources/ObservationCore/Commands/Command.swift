@@ -15,10 +15,14 @@ public struct Command: Sendable, Equatable {
     /// command issued earlier than the state's clock is applied at the state's clock.
     public let time: Timestamp
     public let action: Action
+    /// The client that made it (`Obs-Client`, section 7.3): the records, notifications and
+    /// admin events it causes carry it as `by`. Nil for background changes and unnamed clients.
+    public let by: String?
 
-    public init(time: Timestamp, _ action: Action) {
+    public init(time: Timestamp, _ action: Action, by: String? = nil) {
         self.time = time
         self.action = action
+        self.by = by
     }
 
     public enum Action: Sendable, Equatable {
@@ -36,17 +40,20 @@ public struct Command: Sendable, Equatable {
         case notify(object: String, keyPaths: [String])
         // Observers and registrations
         /// `tokenHash`: the SHA-256 of the token the client is given (the state never holds tokens).
+        /// `client`: the client name whose own changes its `skipOwn` registrations skip (section 7.3).
         case createObserver(
-            id: String, tokenHash: String, name: String?, lease: Int, retainObserved: Bool, replay: Int)
+            id: String, tokenHash: String, name: String?, lease: Int, retainObserved: Bool, replay: Int,
+            client: String? = nil)
         case deleteObserver(observer: String)
         case keepalive(observer: String)
         /// A delivery barrier (section 7.2): each of the observer's streams gets one `progress`
         /// event after every event up to the current revision. Changes no state.
         case progress(observer: String)
         /// `registrationIDs`: one fresh id per key path, in order, for those that are not registered yet.
+        /// `throttle`: at most one record per this many milliseconds (section 7.3; nil or 0: none).
         case observe(
             observer: String, object: String, keyPaths: [String], options: [String], context: JSON?,
-            registrationIDs: [String])
+            registrationIDs: [String], throttle: Int? = nil)
         case unobserve(observer: String, registration: String?, object: String?, keyPath: String?)
         // Notification center
         case subscribe(observer: String, name: String?, object: String?, subscriptionID: String)
@@ -58,6 +65,9 @@ public struct Command: Sendable, Equatable {
         case expireLeases
         /// Delivers the queued postings of a style (`asap`, `idle`), each under its own revision.
         case deliverQueued(posting: String)
+        /// Sends the folded records of throttled registrations whose window has ended by the
+        /// command's time (section 7.3).
+        case flushThrottled
         /// A stream of an observer (nil: the admin stream) opened or closed; holds or releases its lease.
         /// `holder`: the cluster node (and incarnation) serving it; nil on a single server, where
         /// opening also counts the stream against `maxStreams` (a cluster node counts its own).
@@ -101,6 +111,7 @@ extension Command.Action {
         case .post: "post"
         case .expireLeases: "expireLeases"
         case .deliverQueued: "deliverQueued"
+        case .flushThrottled: "flushThrottled"
         case .openStream: "openStream"
         case .closeStream: "closeStream"
         case .restart: "restart"
@@ -118,7 +129,9 @@ extension Command.Action {
     /// directory cannot take writes). Background changes and stream bookkeeping go on.
     public var isClientWrite: Bool {
         switch self {
-        case .keepalive, .progress, .expireLeases, .deliverQueued, .openStream, .closeStream, .restart, .nodeDown: false
+        case .keepalive, .progress, .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart,
+            .nodeDown:
+            false
         default: true
         }
     }

@@ -65,6 +65,16 @@ public struct JSONObject: Sendable {
     }
 }
 
+extension JSONObject {
+    /// This object with `key` set to `value`, or unchanged when `value` is nil (an optional member).
+    public func adding(_ key: String, _ value: JSON?) -> JSONObject {
+        guard let value else { return self }
+        var copy = self
+        copy[key] = value
+        return copy
+    }
+}
+
 extension JSONObject: Sequence {
     public func makeIterator() -> some IteratorProtocol<(key: String, value: JSON)> {
         members.makeIterator()

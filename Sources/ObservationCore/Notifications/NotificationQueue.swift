@@ -22,10 +22,13 @@ struct NotificationQueue: Sendable {
         let userInfo: JSON?
         let style: Style
         let enqueuedAt: Timestamp
+        /// The client that posted it (section 7.3).
+        var by: String? = nil
         /// What the entry counts against the byte limit.
         let bytes: Int
 
-        init(name: String, object: String?, userInfo: JSON?, style: Style, enqueuedAt: Timestamp) {
+        init(name: String, object: String?, userInfo: JSON?, style: Style, enqueuedAt: Timestamp, by: String? = nil) {
+            self.by = by
             self.name = name
             self.object = object
             self.userInfo = userInfo?.isNull == true ? nil : userInfo

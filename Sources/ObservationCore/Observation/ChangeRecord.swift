@@ -8,6 +8,8 @@ struct ChangeRecord {
     var old: JSON?
     var new: JSON?
     let revision: Int
+    /// The client whose write caused it (section 7.3).
+    var by: String?
 
     /// The shared part: `"kind":…,…,"revision":n` (the same for every registration on the same value).
     func encodedTail() -> [UInt8] {
@@ -33,6 +35,10 @@ struct ChangeRecord {
         }
         writer.raw(",\"revision\":")
         writer.write(revision)
+        if let by {
+            writer.raw(",\"by\":")
+            writer.write(by)
+        }
         return writer.bytes
     }
 

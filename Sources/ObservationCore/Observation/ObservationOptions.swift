@@ -11,10 +11,12 @@ public struct ObservationOptions: OptionSet, Sendable, Hashable {
     public static let initial = ObservationOptions(rawValue: 1 << 2)
     /// One record before each change, then the usual one after it.
     public static let prior = ObservationOptions(rawValue: 1 << 3)
+    /// No records for changes its observer's own client made (section 7.3).
+    public static let skipOwn = ObservationOptions(rawValue: 1 << 4)
 
     /// The option names in the contract's order.
     public static let names: [(String, ObservationOptions)] = [
-        ("new", .new), ("old", .old), ("initial", .initial), ("prior", .prior),
+        ("new", .new), ("old", .old), ("initial", .initial), ("prior", .prior), ("skipOwn", .skipOwn),
     ]
 
     /// Parses option names; throws `invalidRequest` with a suggestion for an unknown one.

@@ -7,6 +7,8 @@ struct ObserverRecord: Sendable {
     let tokenHash: String
     let lease: Int
     let retainObserved: Bool
+    /// The client name whose own changes its `skipOwn` registrations skip (section 7.3).
+    var client: String? = nil
     let createdAt: Timestamp
     /// Its events, for its streams (the buffer; the ids are counted here, in `lastEventID`).
     let log: EventLog
@@ -46,6 +48,7 @@ public struct ObserverSnapshot: Sendable {
     public let lastEventID: Int
     public let backlog: Int
     public let dropped: Int
+    public let client: String?
     /// The registrations, in creation order (only filled for a single observer).
     public let registrations: [RegistrationSnapshot]
     /// The subscriptions, in creation order (only filled for a single observer).
@@ -58,12 +61,17 @@ public struct ObserverSettings: Sendable {
     public var lease: Int
     public var retainObserved: Bool
     public var replay: Int
+    /// Its writers' name (`Obs-Client`): `skipOwn` registrations skip the records it caused.
+    public var client: String?
 
-    public init(name: String? = nil, lease: Int = 60, retainObserved: Bool = false, replay: Int = 1024) {
+    public init(
+        name: String? = nil, lease: Int = 60, retainObserved: Bool = false, replay: Int = 1024, client: String? = nil
+    ) {
         self.name = name
         self.lease = lease
         self.retainObserved = retainObserved
         self.replay = replay
+        self.client = client
     }
 
     static let leaseRange = 1...86_400

@@ -24,6 +24,24 @@ struct Registration: Sendable {
     /// Its change records' own bytes around the shared tail (`ChangeRecord.framing`), made once
     /// when it is bound: a fan-out copies them instead of encoding its ids again.
     var recordFraming: (prefix: [UInt8], suffix: [UInt8]) = ([], [])
+    /// With `skipOwn`: the observer's client, whose own changes make no record here.
+    var skipsClient: String? = nil
+    /// At most one record per this many milliseconds (0: every record at once; section 7.3).
+    var throttle = 0
+    /// While throttled: when the window of the last record sent ends.
+    var windowEnd: Timestamp? = nil
+    /// Changes folded while the window is open, sent as one record when it ends.
+    var folded: FoldedChange? = nil
+}
+
+/// Changes a throttled registration folded into one record (section 7.3).
+struct FoldedChange: Sendable, Equatable {
+    /// The value before the first of them.
+    let old: JSON
+    /// The revision of the latest.
+    var revision: Int
+    /// Who made them: the client, when all came from the same one; else nil.
+    var by: String?
 }
 
 /// A registration as clients see it.
@@ -35,12 +53,14 @@ public struct RegistrationSnapshot: Sendable, Equatable {
     public let options: ObservationOptions
     public let context: JSON?
     public let createdAt: Timestamp
+    /// Milliseconds between records (0: not throttled).
+    public var throttle = 0
 }
 
 extension Registration {
     var snapshot: RegistrationSnapshot {
         RegistrationSnapshot(
             id: id, observerID: observerID, objectID: objectID, keyPath: keyPath.description, options: options,
-            context: context, createdAt: createdAt)
+            context: context, createdAt: createdAt, throttle: throttle)
     }
 }

@@ -16,6 +16,7 @@ extension JournalBatch.Entity {
             return [
                 "name": .string(observer.name), "tokenHash": .string(observer.tokenHash), "lease": .int(observer.lease),
                 "retainObserved": .bool(observer.retainObserved), "replay": .int(observer.log.capacity),
+                "client": observer.client.map(JSON.string) ?? .null,
                 "createdAt": .int(Int(observer.createdAt.milliseconds)), "lastEventId": .int(observer.lastEventID),
                 // Read back only from exact (cluster) checkpoints; a start of one server resets them.
                 "expiresAt": observer.expiresAt.map { .int(Int($0.milliseconds)) } ?? .null,
@@ -29,7 +30,11 @@ extension JournalBatch.Entity {
                 "options": .array(registration.options.nameList.map(JSON.string)),
                 "context": registration.context ?? .null, "contextGiven": .bool(registration.context != nil),
                 "createdAt": .int(Int(registration.createdAt.milliseconds)), "sequence": .int(registration.sequence),
-                "notified": registration.notifiedValue,
+                "notified": registration.notifiedValue, "throttle": .int(registration.throttle),
+                "windowEnd": registration.windowEnd.map { .int(Int($0.milliseconds)) } ?? .null,
+                "folded": registration.folded.map { folded in
+                    ["old": folded.old, "revision": .int(folded.revision), "by": folded.by.map(JSON.string) ?? .null]
+                } ?? .null,
             ]
         case .subscription(let subscription):
             return [
@@ -48,6 +53,7 @@ extension JournalBatch.Entity {
                             "name": .string(entry.name), "object": entry.object.map(JSON.string) ?? .null,
                             "userInfo": entry.userInfo ?? .null, "style": .string(entry.style.rawValue),
                             "enqueuedAt": .int(Int(entry.enqueuedAt.milliseconds)),
+                            "by": entry.by.map(JSON.string) ?? .null,
                         ]
                     })
             ]

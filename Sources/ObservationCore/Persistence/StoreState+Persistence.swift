@@ -146,7 +146,9 @@ extension StoreState {
         observers.insert(
             ObserverRecord(
                 id: id, name: try document.string("name"), tokenHash: tokenHash, lease: try document.int("lease"),
-                retainObserved: try document.bool("retainObserved"), createdAt: try document.timestamp("createdAt"),
+                retainObserved: try document.bool("retainObserved"),
+                client: document.members["client"] == nil ? nil : try document.optionalString("client"),
+                createdAt: try document.timestamp("createdAt"),
                 log: EventLog(
                     label: id, capacity: try document.int("replay"), maxBytes: limits.maxReplayBytes,
                     lastID: lastEventID, gated: journal.enabled),
@@ -214,8 +216,26 @@ extension StoreState {
                 location: nil))
         // The value at its last notification (`manual` keys); older documents: the value now.
         if let notified = document.members["notified"] { registration.notifiedValue = notified }
+        try restoreThrottle(&registration, document)
         registrations.insert(registration)
         registrations.continueSequence(after: sequence)
+    }
+
+    /// A throttled registration's window and folded changes (documents from before throttling: none).
+    private mutating func restoreThrottle(_ registration: inout Registration, _ document: StoredDocument)
+        throws(PersistenceError)
+    {
+        guard document.members["throttle"] != nil else { return }
+        registration.throttle = try document.int("throttle")
+        if case .int(let end) = try document.value("windowEnd") {
+            registration.windowEnd = Timestamp(milliseconds: Int64(end))
+        }
+        guard case .object(let folded) = try document.value("folded") else { return }
+        guard let old = folded["old"], case .int(let revision)? = folded["revision"], let end = registration.windowEnd
+        else { throw document.failure("its folded change is unreadable") }
+        let by: String? = if case .string(let name)? = folded["by"] { name } else { nil }
+        registration.folded = FoldedChange(old: old, revision: revision, by: by)
+        throttled.schedule(registration.id, at: end.milliseconds)
     }
 
     private mutating func restoreSubscription(_ document: StoredDocument) throws(PersistenceError) {
@@ -241,11 +261,12 @@ extension StoreState {
             else { throw document.failure("an entry is unreadable: \(entry)") }
             let object: String? = if case .string(let id)? = members["object"] { id } else { nil }
             let userInfo = members["userInfo"]
+            let by: String? = if case .string(let name)? = members["by"] { name } else { nil }
             _ = try document.checked { () throws(CoreError) in
                 try center.queue.enqueue(
                     NotificationQueue.Entry(
                         name: name, object: object, userInfo: userInfo, style: style,
-                        enqueuedAt: Timestamp(milliseconds: Int64(queuedAt))),
+                        enqueuedAt: Timestamp(milliseconds: Int64(queuedAt)), by: by),
                     coalescing: [])
             }
         }

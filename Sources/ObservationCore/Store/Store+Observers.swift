@@ -14,7 +14,8 @@ extension Store {
             try issue(
                 .createObserver(
                     id: RandomID.make("obs_"), tokenHash: TokenHash.of(token), name: settings.name,
-                    lease: settings.lease, retainObserved: settings.retainObserved, replay: settings.replay))
+                    lease: settings.lease, retainObserved: settings.retainObserved, replay: settings.replay,
+                    client: settings.client))
         ) {
             if case .observerCreated(let snapshot) = $0 { snapshot } else { nil }
         }
@@ -84,6 +85,11 @@ extension Store {
 
     /// When the next lease may run out.
     public var nextLeaseDeadline: Timestamp? { state.withLock { $0.observers.nextLeaseDeadline } }
+
+    /// When the first throttled registration's window ends with folded changes to send (`flushThrottled`).
+    public var nextThrottleDeadline: Timestamp? {
+        state.withLock { $0.throttled.first.map { Timestamp(milliseconds: $0.deadline) } }
+    }
 
     // MARK: Streams
 

@@ -12,6 +12,8 @@ extension StoreState {
         let before = clock
         let time = max(clock, command.time)
         clock = time
+        by = command.by
+        defer { by = nil }
         let result = Result { () throws(CoreError) in try perform(command.action, at: time) }
         if case .failure = result { clock = before }  // a refused command changes nothing, not even the clock
         effects.revision = revision
@@ -40,8 +42,9 @@ extension StoreState {
                 try mutate(kind, indexes: indexes, values: values, at: keyPath, of: object, ifRevision: ifRevision))
         case .notify(let object, let keyPaths):
             return .revision(try notify(object, keyPaths: keyPaths))
-        case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay):
-            let settings = ObserverSettings(name: name, lease: lease, retainObserved: retainObserved, replay: replay)
+        case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client):
+            let settings = ObserverSettings(
+                name: name, lease: lease, retainObserved: retainObserved, replay: replay, client: client)
             return .observerCreated(try createObserver(id: id, tokenHash: tokenHash, settings: settings, at: time))
         case .deleteObserver(let observer):
             return .removed(revision: try removeObserver(observer, reason: "deleted"))
@@ -51,11 +54,12 @@ extension StoreState {
             guard let log = observers[observer]?.log else { throw CoreError.notFound("observer", observer) }
             effects.barriers.append((log, revision))
             return .barrier(revision: revision)
-        case .observe(let observer, let object, let keyPaths, let options, let context, let registrationIDs):
+        case .observe(
+            let observer, let object, let keyPaths, let options, let context, let registrationIDs, let throttle):
             return .observed(
                 try observe(
                     observerID: observer, objectID: object, keyPaths: keyPaths, optionNames: options, context: context,
-                    registrationIDs: registrationIDs, at: time))
+                    registrationIDs: registrationIDs, throttle: throttle ?? 0, at: time))
         case .unobserve(let observer, let registration, let object, let keyPath):
             return .removed(
                 revision: try unobserve(
@@ -76,6 +80,8 @@ extension StoreState {
             return .expired(expireLeases(at: time))
         case .deliverQueued(let posting):
             return .delivered(try deliverQueued(posting))
+        case .flushThrottled:
+            return .delivered(flushThrottled(at: time))
         case .openStream(let observer, let holder):
             return .streamOpened(try openStream(of: observer, holder: holder))
         case .closeStream(let observer, let holder):

@@ -3,9 +3,9 @@
 extension StoreState {
     /// An event for an observer's stream: it takes the observer's next id now, and goes into
     /// its log with the command's other effects.
-    mutating func emit(_ name: String, _ data: [UInt8], to observerID: String) {
+    mutating func emit(_ name: String, _ data: [UInt8], to observerID: String, revision: Int? = nil) {
         guard let (log, id) = observers.takeEventID(observerID) else { return }
-        effects.events.append((log, Event(id: id, name: name, data: data, revision: revision)))
+        effects.events.append((log, Event(id: id, name: name, data: data, revision: revision ?? self.revision)))
         journal.mark(.lastEventID, observerID)
         journal.hold(log, through: id)
     }
@@ -16,6 +16,16 @@ extension StoreState {
     }
 
     mutating func emitAdmin(_ name: String, bytes: [UInt8]) {
+        var bytes = bytes
+        if let by, bytes.last == UInt8(ascii: "}") {
+            // The client whose write caused it, as the object's last member.
+            bytes.removeLast()
+            var writer = JSONWriter(capacity: by.utf8.count + 10)
+            writer.raw(",\"by\":")
+            writer.write(by)
+            writer.raw("}")
+            bytes += writer.bytes
+        }
         adminLastEventID += 1
         effects.events.append((adminLog, Event(id: adminLastEventID, name: name, data: bytes, revision: revision)))
         journal.hold(adminLog, through: adminLastEventID)

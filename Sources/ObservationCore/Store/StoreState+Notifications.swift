@@ -108,7 +108,7 @@ extension StoreState {
         }
         let coalesced = try center.queue.enqueue(
             NotificationQueue.Entry(
-                name: name, object: object, userInfo: userInfo, style: queueStyle, enqueuedAt: time),
+                name: name, object: object, userInfo: userInfo, style: queueStyle, enqueuedAt: time, by: by),
             coalescing: mask, maxEntries: limits.maxQueuedNotifications, maxBytes: limits.maxQueuedNotificationBytes)
         journal.mark(.queue, "queue")
         effects.timerMustLook = true
@@ -129,6 +129,10 @@ extension StoreState {
         tail.write(userInfo ?? .null)
         tail.raw(",\"revision\":")
         tail.write(revision)
+        if let by {
+            tail.raw(",\"by\":")
+            tail.write(by)
+        }
         tail.raw("}")
         for subscription in matched {
             var writer = JSONWriter(capacity: tail.bytes.count + 40)
@@ -153,7 +157,12 @@ extension StoreState {
         }
         let entries = center.queue.take(style)
         if !entries.isEmpty { journal.mark(.queue, "queue") }
-        for entry in entries { _ = deliver(name: entry.name, object: entry.object, userInfo: entry.userInfo) }
+        for entry in entries {
+            // Delivered later, but caused by its post: its events carry the poster's name.
+            by = entry.by
+            _ = deliver(name: entry.name, object: entry.object, userInfo: entry.userInfo)
+        }
+        by = nil
         return entries.count
     }
 

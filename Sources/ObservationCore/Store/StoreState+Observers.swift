@@ -5,6 +5,7 @@ extension StoreState {
         id: String, tokenHash: String, settings: ObserverSettings, at time: Timestamp
     ) throws(CoreError) -> ObserverSnapshot {
         if let name = settings.name { try Names.checkID(name, "observer name") }
+        if let client = settings.client { try Names.checkID(client, "client name") }
         guard ObserverSettings.leaseRange.contains(settings.lease) else {
             throw CoreError(.invalidRequest, "lease must be 1–86400 seconds", details: ["field": "lease"])
         }
@@ -20,7 +21,7 @@ extension StoreState {
         observers.insert(
             ObserverRecord(
                 id: id, name: settings.name ?? id, tokenHash: tokenHash, lease: settings.lease,
-                retainObserved: settings.retainObserved, createdAt: time,
+                retainObserved: settings.retainObserved, client: settings.client, createdAt: time,
                 log: EventLog(
                     label: id, capacity: settings.replay, maxBytes: limits.maxReplayBytes, gated: journal.enabled),
                 lastEventID: 0),
@@ -40,7 +41,7 @@ extension StoreState {
             replay: observer.log.capacity, createdAt: observer.createdAt, streams: observer.streams,
             expiresAt: observer.expiresAt, observations: registrations.count(of: id),
             subscriptions: center.count(of: id), lastEventID: observer.lastEventID, backlog: observer.log.backlog,
-            dropped: observer.log.droppedStreams,
+            dropped: observer.log.droppedStreams, client: observer.client,
             registrations: withRegistrations ? registrations.owned(by: id).map(\.snapshot) : [],
             subscriptionList: withRegistrations ? center.owned(by: id).map(\.snapshot) : [])
     }
@@ -98,12 +99,13 @@ extension StoreState {
 extension ObserverSnapshot {
     /// The fields of the observer list (`GET /v1/observers`).
     public var summaryJSON: JSONObject {
-        [
+        let members: JSONObject = [
             "id": .string(id), "name": .string(name), "connected": .bool(streams > 0), "streams": .int(streams),
             "expiresAt": expiresAt.map { .string($0.rfc3339) } ?? .null, "observations": .int(observations),
             "subscriptions": .int(subscriptions), "lastEventId": .int(lastEventID), "backlog": .int(backlog),
             "dropped": .int(dropped), "lease": .int(lease), "retainObserved": .bool(retainObserved),
             "replay": .int(replay), "createdAt": .string(createdAt.rfc3339),
         ]
+        return members.adding("client", client.map(JSON.string))
     }
 }

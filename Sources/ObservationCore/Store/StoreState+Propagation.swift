@@ -25,28 +25,92 @@ extension StoreState {
     mutating func propagate(_ writes: [Write], revision: Int, toMany: ToManyChange? = nil) {
         let affected = registrations.affected(by: writes)
         guard !affected.isEmpty else { return }
-        var batch = RecordBatch(sharesTails: affected.count > 1)
+        var batch = RecordBatch(sharesTails: affected.count > 1, by: by)
         var evaluations = EvaluationCache(enabled: affected.count > 1)
+        var windowsOpened: [(id: String, end: Timestamp)] = []
+        var throttledTouched: [String] = []
         let graph = self.graph  // read while the registrations change in place
+        let (by, now) = (self.by, clock)
         for (id, policy) in affected {
             registrations.update(id) { registration, dependents in
                 let old = registration.value
                 let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
                 let governing = registration.derivedPolicy ?? policy
-                if governing == .always || (governing == .onChange && old != new) {
-                    registration.notifiedValue = new
-                    batch.add(registration, old: old, new: new, revision: revision, toMany: toMany)
+                guard governing == .always || (governing == .onChange && old != new) else { return }
+                registration.notifiedValue = new
+                if registration.throttle > 0 {
+                    throttledTouched.append(registration.id)
+                    guard Self.sendsNow(&registration, old: old, revision: revision, by: by, at: now) else {
+                        if let end = registration.windowEnd { windowsOpened.append((registration.id, end)) }
+                        return
+                    }
                 }
+                batch.add(registration, old: old, new: new, revision: revision, toMany: toMany)
             }
         }
-        emit(batch)
+        for id in throttledTouched { journal.mark(.registration, id) }
+        for (id, end) in windowsOpened { throttled.schedule(id, at: end.milliseconds) }
+        if !windowsOpened.isEmpty { effects.timerMustLook = true }
+        emitBatch(batch)
+    }
+
+    /// A throttled registration's change at `now`: true when its record goes out now (no
+    /// window is open; one opens), false when it is folded into the record the window's end
+    /// sends (section 7.3).
+    private static func sendsNow(
+        _ registration: inout Registration, old: JSON, revision: Int, by: String?, at now: Timestamp
+    ) -> Bool {
+        if let end = registration.windowEnd, now < end {
+            if var folded = registration.folded {
+                folded.revision = revision
+                if folded.by != by { folded.by = nil }
+                registration.folded = folded
+            } else {
+                registration.folded = FoldedChange(old: old, revision: revision, by: by)
+            }
+            return false
+        }
+        registration.windowEnd = Timestamp(milliseconds: now.milliseconds + Int64(registration.throttle))
+        return true
+    }
+
+    /// Sends the folded record of every throttled registration whose window ended by `time`
+    /// (none when its value ended where it started), in deadline order; each sent record
+    /// opens a new window. Returns how many records went out.
+    mutating func flushThrottled(at time: Timestamp) -> Int {
+        var sent = 0
+        while let next = throttled.first, next.deadline <= time.milliseconds {
+            _ = throttled.popFirst()
+            let record = registrations.update(next.id) { registration, _ -> (String, [UInt8], Int)? in
+                guard let folded = registration.folded else { return nil }
+                registration.folded = nil
+                guard folded.old != registration.value else {
+                    registration.windowEnd = nil
+                    return nil
+                }
+                registration.windowEnd = Timestamp(milliseconds: time.milliseconds + Int64(registration.throttle))
+                if let own = registration.skipsClient, own == folded.by { return nil }
+                var record = ChangeRecord(revision: folded.revision)
+                record.old = registration.options.contains(.old) ? folded.old : nil
+                record.new = registration.options.contains(.new) ? registration.value : nil
+                record.by = folded.by
+                let bytes = ChangeRecord.encode(registration, tail: record.encodedTail())
+                return (registration.observerID, bytes, folded.revision)
+            }
+            journal.mark(.registration, next.id)
+            guard let (observerID, bytes, revision) = record ?? nil else { continue }
+            // The revision of the latest change it holds: the one exception to revision order.
+            emit("change", bytes, to: observerID, revision: revision)
+            sent += 1
+        }
+        return sent
     }
 
     /// `didChangeValueForKey:` for the registrations of `id` on `keyPaths`: one record each, with
     /// `old` = the value at its last notification and `new` = the value now.
     mutating func notifyManually(_ id: String, keyPaths: [KeyPath], revision: Int) {
         let wanted = Set(keyPaths.map(\.description))
-        var batch = RecordBatch(sharesTails: true)
+        var batch = RecordBatch(sharesTails: true, by: by)
         var evaluations = EvaluationCache(enabled: false)
         let graph = self.graph
         for chosen in registrations.observing(id) where wanted.contains(chosen.keyPath.description) {
@@ -57,7 +121,7 @@ extension StoreState {
                 batch.add(registration, old: old, new: new, revision: revision, toMany: nil)
             }
         }
-        emit(batch)
+        emitBatch(batch)
     }
 
     /// A new registration bound to the graph: its current value, the places it reads, and the
@@ -75,6 +139,8 @@ extension StoreState {
         registration.dependencies = trace.paths
         registration.location = trace.valueLocation
         registration.recordFraming = ChangeRecord.framing(of: registration)
+        registration.skipsClient =
+            registration.options.contains(.skipOwn) ? observers[registration.observerID]?.client : nil
         return registration
     }
 
@@ -102,7 +168,7 @@ extension StoreState {
     }
 
     /// Emits a batch's records: every prior record, then every post record.
-    private mutating func emit(_ batch: RecordBatch) {
+    private mutating func emitBatch(_ batch: RecordBatch) {
         for (observerID, bytes) in batch.priors + batch.posts { emit("change", bytes, to: observerID) }
     }
 }
@@ -144,11 +210,18 @@ private struct RecordBatch {
     private var tails: [TailKey: [UInt8]] = [:]
     /// Off for a single registration: nothing to share, and the lookup would cost.
     let sharesTails: Bool
+    /// The client whose write made the change (`by`).
+    let by: String?
 
-    init(sharesTails: Bool) { self.sharesTails = sharesTails }
+    init(sharesTails: Bool, by: String?) {
+        self.sharesTails = sharesTails
+        self.by = by
+    }
 
     mutating func add(_ registration: Registration, old: JSON, new: JSON, revision: Int, toMany: ToManyChange?) {
+        if let own = registration.skipsClient, own == by { return }  // skipOwn: not its own echo
         var record = ChangeRecord(revision: revision)
+        record.by = by
         var recordOld: JSON? = old
         var recordNew: JSON? = new
         if let toMany, registration.location == toMany.location, registration.keyPath.keys != nil {

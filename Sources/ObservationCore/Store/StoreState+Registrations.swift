@@ -13,11 +13,17 @@ extension StoreState {
     /// registrations take the ids the command carries, in order.
     mutating func observe(
         observerID: String, objectID: String, keyPaths: [String], optionNames: [String], context: JSON?,
-        registrationIDs: [String], at time: Timestamp
+        registrationIDs: [String], throttle: Int = 0, at time: Timestamp
     ) throws(CoreError) -> ObserveResult {
         let options = try ObservationOptions(names: optionNames)
         guard !keyPaths.isEmpty else { throw CoreError(.invalidRequest, "give 'keyPath' or a non-empty 'keyPaths'") }
-        guard observers[observerID] != nil else { throw CoreError.notFound("observer", observerID) }
+        try Self.checkThrottle(throttle, options: options)
+        guard let observer = observers[observerID] else { throw CoreError.notFound("observer", observerID) }
+        if options.contains(.skipOwn), observer.client == nil {
+            throw CoreError(
+                .invalidRequest, "skipOwn needs an observer created with a 'client' name",
+                details: ["field": "options"])
+        }
         let object = try graph.existingObject(objectID)
         var paths: [KeyPath] = []
         var seen = Set<String>()
@@ -52,7 +58,7 @@ extension StoreState {
             guard let revision, let candidate = newIDs.next() else { continue }
             let registration = addRegistration(
                 id: Self.freshID(candidate) { registrations[$0] != nil }, observerID: observerID, objectID: objectID,
-                path: path, options: options, context: context, at: time)
+                path: path, options: options, context: context, throttle: throttle, at: time)
             answer.append((registration.snapshot, false))
             emitAdmin(
                 "observationAdded",
@@ -64,6 +70,7 @@ extension StoreState {
                 var record = ChangeRecord(revision: revision)
                 record.flag = .initial
                 record.new = options.contains(.new) ? registration.value : JSON?.none  // not `nil`: that is JSON null
+                record.by = by
                 emit("change", ChangeRecord.encode(registration, tail: record.encodedTail()), to: observerID)
             }
         }
@@ -72,16 +79,29 @@ extension StoreState {
 
     private mutating func addRegistration(
         id: String, observerID: String, objectID: String, path: KeyPath, options: ObservationOptions, context: JSON?,
-        at time: Timestamp
+        throttle: Int, at time: Timestamp
     ) -> Registration {
-        let registration = bind(
-            Registration(
-                id: id, observerID: observerID, objectID: objectID, keyPath: path, options: options, context: context,
-                createdAt: time, sequence: registrations.nextSequence(), derivedPolicy: nil, value: .null,
-                notifiedValue: .null, dependencies: [], location: nil))
+        var unbound = Registration(
+            id: id, observerID: observerID, objectID: objectID, keyPath: path, options: options, context: context,
+            createdAt: time, sequence: registrations.nextSequence(), derivedPolicy: nil, value: .null,
+            notifiedValue: .null, dependencies: [], location: nil)
+        unbound.throttle = throttle
+        let registration = bind(unbound)
         registrations.insert(registration)
         journal.mark(.registration, registration.id)
         return registration
+    }
+
+    /// `throttle`: 0–60000 ms, and not with `prior` (a prior record cannot be folded).
+    static func checkThrottle(_ throttle: Int, options: ObservationOptions) throws(CoreError) {
+        guard (0...60_000).contains(throttle) else {
+            throw CoreError(.invalidRequest, "throttle is 0–60000 milliseconds", details: ["field": "throttle"])
+        }
+        if throttle > 0, options.contains(.prior) {
+            throw CoreError(
+                .invalidRequest, "prior is not allowed with throttle: a prior record cannot be folded",
+                details: ["field": "throttle"])
+        }
     }
 
     /// Removes registrations (by id, or by object and key path; none given: all). Nothing
@@ -113,6 +133,7 @@ extension StoreState {
     /// this returns, no record for it is produced (the fence).
     mutating func removeRegistration(_ registration: Registration, reason: String, revision: Int) {
         registrations.remove(registration.id)
+        throttled.cancel(registration.id)
         journal.mark(.registration, registration.id)
         emitCancelled("observation", registration.id, reason: reason, revision: revision, to: registration.observerID)
         emitAdmin(
@@ -128,10 +149,11 @@ extension StoreState {
 extension RegistrationSnapshot {
     /// `{"id", "object", "keyPath", "options", "context", "createdAt"}`.
     public var json: JSONObject {
-        [
+        let members: JSONObject = [
             "id": .string(id), "object": .string(objectID), "keyPath": .string(keyPath),
             "options": .array(options.nameList.map(JSON.string)), "context": context ?? .null,
             "createdAt": .string(createdAt.rfc3339),
         ]
+        return members.adding("throttle", throttle > 0 ? .int(throttle) : nil)
     }
 }

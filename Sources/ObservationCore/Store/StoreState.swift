@@ -27,6 +27,10 @@ struct StoreState: Sendable {
     var revision = 0
     /// The time of the latest command applied: time inside apply never goes backwards.
     var clock = Timestamp(milliseconds: 0)
+    /// The client that made the command being applied (`Command.by`).
+    var by: String?
+    /// Throttled registrations holding folded changes, by when their window ends (ms).
+    var throttled = DeadlineHeap<Int64>()
     let adminLog: EventLog
     /// The id of the admin stream's last event.
     var adminLastEventID = 0

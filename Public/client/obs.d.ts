@@ -1,0 +1,194 @@
+// Types for /client/obs.js, ObsServer's JavaScript client (the contract: API.md, sections 4–9).
+
+export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
+
+/** A random string of `length` characters of the id alphabet. */
+export function randomID(length?: number): string;
+
+/** An answer that was not 2xx (the contract's JSON error), or a request that never got one (status 0, code "network"). */
+export class ObsError extends Error {
+  constructor(status: number, code: string, message: string, details?: Record<string, JSONValue>);
+  status: number;
+  code: string;
+  details: Record<string, JSONValue>;
+  /** Milliseconds a 429/503 answer's Retry-After asked for, if it had one. */
+  retryAfter?: number | null;
+  /** "404 notFound: …" */
+  toString(): string;
+}
+
+export interface ClientOptions {
+  /** The server's URL; "" (default) for the page's own origin. */
+  base?: string;
+  /** The service token, or a function that gives the current one. */
+  token?: string | null | (() => string | null | undefined);
+  /** Sent as `Obs-Client` on every request (default: 16 random characters of the id alphabet). */
+  name?: string;
+  /** Retries after a network error or a 503 (default 3). Writes are retried with the same Idempotency-Key. */
+  retries?: number;
+  fetch?: typeof fetch;
+}
+
+export interface Revision { revision: number }
+
+export interface ObjectInfo {
+  id: string;
+  class: string | null;
+  revision: number;
+  createdAt: string;
+  values: Record<string, JSONValue>;
+  retainedBy: string[];
+}
+
+export type KVOOption = "new" | "old" | "initial" | "prior" | "skipOwn";
+
+export interface ObserveOptions {
+  options?: KVOOption[];
+  /** At most one record per registration per this many ms (contract 7.3; not with "prior"). */
+  throttle?: number;
+  context?: JSONValue;
+}
+
+export interface Registration {
+  id: string;
+  object: string;
+  keyPath: string;
+  options: KVOOption[];
+  context: JSONValue;
+  createdAt: string;
+  deduplicated?: boolean;
+}
+
+export interface ObserverOptions {
+  name?: string;
+  lease?: number;
+  replay?: number;
+  retainObserved?: boolean;
+  /** `true`: this client's name, so that registrations may use "skipOwn". */
+  client?: string | true;
+}
+
+export interface ChangeRecord {
+  observation: string;
+  object: string;
+  keyPath: string;
+  kind: "setting" | "insertion" | "removal" | "replacement";
+  indexes?: number[];
+  prior?: true;
+  initial?: true;
+  old?: JSONValue;
+  new?: JSONValue;
+  revision: number;
+  context?: JSONValue;
+  /** The `Obs-Client` of the write that caused it. */
+  by?: string;
+}
+
+export interface Notification {
+  subscription: string;
+  name: string;
+  object: string | null;
+  userInfo: Record<string, JSONValue> | null;
+  revision: number;
+  by?: string;
+}
+
+export interface StreamEvent {
+  event: string;
+  /** The event's id; null for the records of a rebuild. */
+  id: number | null;
+  data: any;
+}
+
+/** The events of one revision (after its `commit`), or the rebuild after a `reset` (at `synced`). */
+export interface Batch {
+  revision: number | undefined;
+  events: StreamEvent[];
+  /** The records that rebuild the state after a `reset` (each `"initial": true`); they replace the view. */
+  rebuild?: true;
+}
+
+export type StreamState = "connecting" | "live" | "reconnecting" | "closed";
+
+export interface StreamOptions {
+  /** Overrides the client's token (an Observer's stream uses the observer's). */
+  token?: string | null;
+  /** Open with `?commits=1` and deliver each revision as one batch (default true). */
+  commits?: boolean;
+  /** Where to start (default: the oldest event the server holds). */
+  lastEventId?: number | null;
+  /** Silence (keep-alives included) after which the connection is dropped and resumed (default 45000). */
+  idleTimeoutMs?: number;
+  /** The longest pause between reconnects (default 30000). */
+  maxRetryMs?: number;
+  onBatch?(batch: Batch): void;
+  onEvent?(event: string, data: any, id: number | null): void;
+  onChange?(record: ChangeRecord, id: number | null): void;
+  onNotification?(notification: Notification, id: number | null): void;
+  /** The resume point was gone: the next batch (`rebuild: true`) replaces the state. */
+  onReset?(info: { reason: "gap" | "unknown"; oldestAvailable: number }): void;
+  /** Replay (or rebuild) done: live from here on. */
+  onSynced?(info: { lastEventId: number; revision: number }): void;
+  onProgress?(info: { revision: number }): void;
+  onState?(state: StreamState): void;
+  /** The stream was refused for good (400, 401, 403, 404, 410) and is closed. */
+  onError?(error: ObsError): void;
+}
+
+export class EventStream {
+  constructor(client: ObsClient, path: string, options?: StreamOptions);
+  readonly state: StreamState;
+  /** The id of the last event delivered (null before the first). */
+  readonly lastEventId: number | null;
+  /** `"object/keyPath"` → the latest value the stream has told. */
+  readonly view: Map<string, JSONValue>;
+  /** The server's `retry:` (ms): the base of the reconnect backoff. */
+  readonly retryMs: number;
+  value(object: string, keyPath: string): JSONValue | undefined;
+  /** Opens the stream, or resumes it from the last event seen. */
+  open(): this;
+  /** Closes the stream; `open()` resumes it. */
+  close(): void;
+}
+
+export class Observer {
+  constructor(client: ObsClient, info: { id: string; token?: string | null });
+  readonly client: ObsClient;
+  readonly id: string;
+  readonly token: string | null;
+  /** What the server answered at creation. */
+  readonly info: Record<string, JSONValue>;
+  request(method: string, path: string, body?: unknown): Promise<any>;
+  observe(object: string, keyPaths: string | string[], options?: ObserveOptions): Promise<Registration[]>;
+  unobserve(object?: string, keyPath?: string): Promise<null>;
+  subscribe(name?: string, object?: string): Promise<{ id: string; name: string | null; object: string | null }>;
+  unsubscribe(name?: string, object?: string): Promise<null>;
+  get(): Promise<Record<string, JSONValue>>;
+  keepalive(): Promise<{ expiresAt: string | null }>;
+  delete(): Promise<null>;
+  stream(options?: StreamOptions): EventStream;
+}
+
+export class ObsClient {
+  constructor(options?: ClientOptions);
+  base: string;
+  name: string;
+  retries: number;
+  headers(token?: string | null): Record<string, string>;
+  /** One request: the answer's JSON (null for 204), or a rejected ObsError. */
+  request(method: string, path: string, body?: unknown, options?: { token?: string | null }): Promise<any>;
+  createObject(body?: { id?: string; class?: string; values?: Record<string, JSONValue> }): Promise<ObjectInfo>;
+  getObject(id: string): Promise<ObjectInfo>;
+  deleteObject(id: string): Promise<null | { state: "releasePending"; retainedBy: string[] }>;
+  getValue(id: string, keyPath: string): Promise<{ keyPath: string; value: JSONValue; revision: number }>;
+  setValue(id: string, keyPath: string, value: JSONValue, options?: { ifRevision?: number }): Promise<Revision>;
+  patch(id: string, values: Record<string, JSONValue>, options?: { ifRevision?: number }): Promise<Revision>;
+  mutate(id: string, keyPath: string,
+    mutation: { kind: "insertion" | "removal" | "replacement"; indexes: number[]; values?: JSONValue[] }): Promise<Revision>;
+  postNotification(name: string, options?: {
+    object?: string; userInfo?: Record<string, JSONValue>; posting?: "now" | "asap" | "idle"; coalesce?: ("name" | "object")[];
+  }): Promise<{ revision: number; delivered: number } | { queued: true; coalesced: number }>;
+  createObserver(options?: ObserverOptions): Promise<Observer>;
+  observer(id: string, token?: string | null): Observer;
+  adminStream(options?: StreamOptions): EventStream;
+}
