@@ -161,7 +161,9 @@ export class Observer {
   request(method: string, path: string, body?: unknown): Promise<any>;
   observe(object: string, keyPaths: string | string[], options?: ObserveOptions): Promise<Registration[]>;
   unobserve(object?: string, keyPath?: string): Promise<null>;
-  subscribe(name?: string, object?: string): Promise<{ id: string; name: string | null; object: string | null }>;
+  subscribe(name?: string, object?: string): Promise<{
+    id: string; name: string | null; object: string | null; createdAt: string; deduplicated?: boolean;
+  }>;
   unsubscribe(name?: string, object?: string): Promise<null>;
   get(): Promise<Record<string, JSONValue>>;
   keepalive(): Promise<{ expiresAt: string | null }>;
@@ -172,8 +174,10 @@ export class Observer {
 export class ObsClient {
   constructor(options?: ClientOptions);
   base: string;
+  token: string | null | (() => string | null | undefined);
   name: string;
   retries: number;
+  fetch: typeof fetch;
   headers(token?: string | null): Record<string, string>;
   /** One request: the answer's JSON (null for 204), or a rejected ObsError. */
   request(method: string, path: string, body?: unknown, options?: { token?: string | null }): Promise<any>;

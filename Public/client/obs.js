@@ -73,7 +73,7 @@ async function decode(response) {
   throw failure;
 }
 
-/** One connection to an ObsServer: requests, observers and streams. Holds no state but its settings. */
+/** A client of one ObsServer: requests, observers and streams. It holds nothing but its settings. */
 export class ObsClient {
   /**
    * @param {object} [options]
@@ -88,7 +88,7 @@ export class ObsClient {
     this.token = token;
     this.name = name;
     this.retries = retries;
-    this.fetch = (...args) => fetch(...args); // called as the client's method, window.fetch would throw
+    this.fetch = (...args) => fetch(...args); // not `this.fetch = fetch`: window.fetch refuses another `this`
   }
 
   /** The headers every request and stream carries; `token` overrides the client's own. */
@@ -102,7 +102,8 @@ export class ObsClient {
   /**
    * One request; resolves to the answer's JSON (null for 204), rejects with an ObsError.
    * A write gets a fresh `Idempotency-Key`, kept across its retries, so retrying never
-   * applies it twice; network errors and 503 are retried `retries` times (503 after its Retry-After).
+   * applies it twice; network errors and 503 are retried `retries` times (503 after its Retry-After,
+   * at most 30 s).
    */
   async request(method, path, body, { token } = {}) {
     const headers = this.headers(token);
@@ -114,13 +115,15 @@ export class ObsClient {
       try {
         response = await this.fetch(this.base + path, init);
       } catch (error) {
-        if (attempt >= this.retries) throw new ObsError(0, "network", `the server cannot be reached (${error.message})`);
+        if (attempt >= this.retries) {
+          throw new ObsError(0, "network", `the server cannot be reached (${error.message})`);
+        }
         await sleep(backoff(250, attempt));
         continue;
       }
       if (response.status !== 503 || attempt >= this.retries) return decode(response);
       response.body?.cancel();
-      await sleep(retryAfter(response) ?? backoff(250, attempt));
+      await sleep(Math.min(30000, retryAfter(response) ?? backoff(250, attempt)));
     }
   }
 
@@ -211,7 +214,9 @@ export class Observer {
   delete() { return this.request("DELETE", ""); }
 
   /** Opens the observer's event stream: see EventStream for the options and handlers. */
-  stream(options = {}) { return new EventStream(this.client, `${this.path}/events`, { token: this.token, ...options }).open(); }
+  stream(options = {}) {
+    return new EventStream(this.client, `${this.path}/events`, { token: this.token, ...options }).open();
+  }
 }
 
 /**
@@ -309,7 +314,8 @@ export class EventStream {
     // The stream ended or broke: resume from the last event seen, after a pause.
     this.controller = null;
     this.setState("reconnecting");
-    this.timer = setTimeout(() => this.connect(), Math.max(wait ?? 0, backoff(this.retryMs, this.failures++, this.maxRetryMs)));
+    const delay = Math.max(wait ?? 0, backoff(this.retryMs, this.failures++, this.maxRetryMs));
+    this.timer = setTimeout(() => this.connect(), delay);
   }
 
   /** Reads the body line by line; a connection silent for `idleTimeoutMs` (keep-alives included) is dropped. */

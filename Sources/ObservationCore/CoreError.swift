@@ -16,6 +16,8 @@ public struct CoreError: Error, Sendable, Equatable {
         case readOnly
         case notFound
         case conflict
+        /// An `Idempotency-Key` reused for a different request (section 7.3).
+        case idempotencyKeyReused
         case revisionMismatch
         case limitExceeded
         /// A request part over a size limit (a JSON string longer than the server allows).

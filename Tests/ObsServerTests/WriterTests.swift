@@ -124,4 +124,88 @@ struct WriterTests {
             #expect(try stream.next(timeout: 0.8) == nil)
         }
     }
+
+    // MARK: - Idempotency-Key
+
+    @Test("a retry under the same Idempotency-Key answers what the first did and changes nothing")
+    func idempotentRetry() throws {
+        try withServer { server, client in
+            try client.createObject("a", values: ["n": 0])
+            let id = try client.createObserver()
+            try client.observe(id, "a", "n")
+            let stream = try server.stream(id)
+            let key = ["Idempotency-Key": "write-1"]
+            let first = try client.send("PUT", "/v1/objects/a/values/n", json: ["value": 1], headers: key)
+            let revision = try currentRevision(client)
+            let retry = try client.send("PUT", "/v1/objects/a/values/n", json: ["value": 1], headers: key)
+            #expect(first.status == 200 && retry.status == 200)
+            #expect(retry.body == first.body, "byte for byte")
+            #expect(retry.headers["idempotent-replayed"] == "true" && first.headers["idempotent-replayed"] == nil)
+            #expect(try currentRevision(client) == revision, "the retry took no revision")
+            #expect(try stream.events(1).first?["new"] == .int(1))
+            #expect(try stream.next(timeout: 0.3) == nil, "one record, not two")
+            // The same key with another request: 409, and nothing changes.
+            let reused = try client.send("PUT", "/v1/objects/a/values/n", json: ["value": 2], headers: key)
+            #expect(reused.status == 409 && reused.errorCode == "idempotencyKeyReused")
+            let elsewhere = try client.send("PUT", "/v1/objects/a/values/m", json: ["value": 1], headers: key)
+            #expect(elsewhere.status == 409 && elsewhere.errorCode == "idempotencyKeyReused")
+            #expect(try client.value("a", "n") == 1 && currentRevision(client) == revision)
+            let bad = try client.send(
+                "PUT", "/v1/objects/a/values/n", json: ["value": 3], headers: ["Idempotency-Key": ""])
+            #expect(bad.status == 400 && bad.errorCode == "invalidRequest")
+        }
+    }
+
+    @Test("an observer created under a key is created once; the retry gets the same id and token")
+    func idempotentCreate() throws {
+        try withServer { _, client in
+            let key = ["Idempotency-Key": "create-observer-1"]
+            let first = try client.send("POST", "/v1/observers", json: ["name": "tab"], headers: key)
+            let retry = try client.send("POST", "/v1/observers", json: ["name": "tab"], headers: key)
+            #expect(first.status == 201 && retry.status == 201)
+            #expect(retry["id"] == first["id"] && retry["token"] == first["token"] && first["token"] != .null)
+            #expect(retry.headers["location"] == first.headers["location"])
+            guard case .array(let observers) = try client.get("/v1/observers")["observers"] else {
+                throw TestClientError("no observer list")
+            }
+            #expect(observers.count == 1)
+        }
+    }
+
+    @Test("a refused request keeps nothing under its key: the retry is evaluated anew")
+    func refusedIsNotKept() throws {
+        try withServer { _, client in
+            let key = ["Idempotency-Key": "late"]
+            #expect(try client.send("PUT", "/v1/objects/a/values/n", json: ["value": 1], headers: key).status == 404)
+            try client.createObject("a", values: ["n": 0])
+            let retry = try client.send("PUT", "/v1/objects/a/values/n", json: ["value": 1], headers: key)
+            #expect(retry.status == 200 && retry.headers["idempotent-replayed"] == nil)
+            #expect(try client.value("a", "n") == 1)
+        }
+    }
+
+    @Test("keys and their answers survive a restart of a durable server, from the journal and from a checkpoint")
+    func idempotencyIsDurable() throws {
+        for checkpointEvery in [10_000, 1] {
+            let directory = try TemporaryDirectory()
+            var first: TestResponse?
+            try withServer(configure: {
+                $0.dataDir = directory.path
+                $0.checkpointCommands = checkpointEvery
+            }) { _, client in
+                try client.createObject("a", values: ["n": 0])
+                first = try client.send(
+                    "PATCH", "/v1/objects/a", json: ["values": ["n": 5]], headers: ["Idempotency-Key": "k"])
+                try client.set("a", "n", 6)
+            }
+            try withServer(configure: { $0.dataDir = directory.path }) { _, client in
+                let retry = try client.send(
+                    "PATCH", "/v1/objects/a", json: ["values": ["n": 5]], headers: ["Idempotency-Key": "k"])
+                #expect(
+                    retry.status == first?.status && retry.body == first?.body, "checkpoint every \(checkpointEvery)")
+                #expect(retry.headers["idempotent-replayed"] == "true")
+                #expect(try client.value("a", "n") == 6, "the retry did not apply again")
+            }
+        }
+    }
 }

@@ -267,7 +267,15 @@ struct CommandGenerator {
         time += Int64(pick(0..<300))
         if chance(0.02) { time -= 5_000 }  // a clock that goes back: apply must not
         // Some writers name themselves (`by`, section 7.3); observers of tab0 skip its echoes.
-        return Command(time: Timestamp(milliseconds: time), action, by: chance(0.4) ? element(["tab0", "tab1"]) : nil)
+        // Some retry under an idempotency key: a replay, or a key reused for another request.
+        let claim =
+            chance(0.08)
+            ? IdempotencyClaim(
+                key: "key\(pick(0..<6))", fingerprint: "request\(pick(0..<2))",
+                answerMembers: chance(0.2) ? ["token": "t"] : [:]) : nil
+        return Command(
+            time: Timestamp(milliseconds: time), action, by: chance(0.4) ? element(["tab0", "tab1"]) : nil,
+            idempotency: claim)
     }
 
     private mutating func pick(_ range: Range<Int>) -> Int { Int.random(in: range, using: &random) }

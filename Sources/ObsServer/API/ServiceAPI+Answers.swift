@@ -1,17 +1,21 @@
 import ObservationCore
 
 extension ServiceAPI {
-    /// Issues a client's command now, named by the request's `Obs-Client`, and answers with its
-    /// outcome (`finish` adjusts a successful answer). On a cluster node the command goes to
-    /// the cluster's log first, and the answer is the outcome of applying it when it comes back
-    /// (a deferred answer).
-    func execute(
-        _ request: HTTPRequest, _ action: Command.Action, finish: (@Sendable (inout HTTPResponse) -> Void)? = nil
-    ) throws -> HTTPResponse {
-        let command = Command(time: .now(), action, by: try Self.client(of: request))
+    /// Issues a client's command now, named by the request's `Obs-Client` and carrying its
+    /// `Idempotency-Key`, and answers with its outcome (`answerMembers` adds members to a
+    /// successful answer; a retry under the same key gets them back too). On a cluster node
+    /// the command goes to the cluster's log first, and the answer is the outcome of applying
+    /// it when it comes back (a deferred answer).
+    func execute(_ request: HTTPRequest, _ action: Command.Action, answerMembers: JSONObject = [:]) throws
+        -> HTTPResponse
+    {
+        let command = Command(
+            time: .now(), action, by: try Self.client(of: request),
+            idempotency: try Self.idempotencyClaim(of: request, answerMembers: answerMembers))
         let answer: @Sendable (Outcome) -> HTTPResponse = { outcome in
-            var response = HTTPResponse.answer(outcome)
-            finish?(&response)
+            guard case .replayed(let kept) = outcome else { return .answer(outcome, adding: answerMembers) }
+            var response = HTTPResponse(kept)
+            response.headers.append(("Idempotent-Replayed", "true"))
             return response
         }
         guard let cluster else { return answer(try store.execute(command)) }
@@ -25,6 +29,25 @@ extension ServiceAPI {
             }
         }
         return .deferred(deferred)
+    }
+
+    /// The request's `Idempotency-Key` (1–128 printable ASCII), with what makes two requests
+    /// the same: the SHA-256 of method, path, query (sorted) and body.
+    static func idempotencyClaim(of request: HTTPRequest, answerMembers: JSONObject) throws(CoreError)
+        -> IdempotencyClaim?
+    {
+        guard let key = request.headers.idempotencyKey else { return nil }
+        guard IdempotencyClaim.isValidKey(key) else {
+            throw CoreError(
+                .invalidRequest, "Idempotency-Key is 1–128 printable ASCII characters",
+                details: ["header": "Idempotency-Key"])
+        }
+        var text = Array("\(request.method.rawValue) \(request.path)\n".utf8)
+        for (name, value) in request.query.sorted(by: { $0.key < $1.key }) {
+            text += Array("\(name)=\(value)\n".utf8)
+        }
+        text += [0] + request.body
+        return IdempotencyClaim(key: key, fingerprint: TokenHash.hex(of: text), answerMembers: answerMembers)
     }
 
     /// The writer's name from `Obs-Client` (section 7.3): 1–128 characters of the id alphabet.
@@ -42,6 +65,18 @@ extension ServiceAPI {
 extension HTTPResponse {
     /// The answer a client gets for a command's outcome: the one rendering of every outcome,
     /// shared by the routes and by the determinism digest (`obs-server replay`).
+    static func answer(_ outcome: Outcome, adding members: JSONObject) -> HTTPResponse {
+        var response = answer(outcome)
+        for (key, value) in members { response.insertMember(key, value) }
+        return response
+    }
+
+    /// A kept answer, as it was first sent.
+    init(_ kept: StoredAnswer) {
+        self.init(status: kept.status, contentType: kept.contentType, body: kept.body)
+        headers = kept.headers.map { ($0.name, $0.value) }
+    }
+
     static func answer(_ outcome: Outcome) -> HTTPResponse {
         switch outcome {
         case .revision(let revision):
@@ -98,6 +133,19 @@ extension HTTPResponse {
             return .json(["delivered": .int(count)])
         case .streamOpened:
             return .noContent  // the stream route answers with the stream itself
+        case .replayed(let kept):
+            return HTTPResponse(kept)
         }
+    }
+}
+
+extension AnswerRenderer {
+    /// The server's own rendering (`HTTPResponse.answer`): what an idempotency key keeps is
+    /// exactly what its first request was answered.
+    static let http = AnswerRenderer { outcome, members in
+        let response = HTTPResponse.answer(outcome, adding: members)
+        return StoredAnswer(
+            status: response.status, contentType: response.contentType,
+            headers: response.headers.map { StoredAnswer.Header(name: $0.name, value: $0.value) }, body: response.body)
     }
 }

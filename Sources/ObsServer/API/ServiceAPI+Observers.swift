@@ -12,10 +12,9 @@ extension ServiceAPI {
                     id: Command.newID("obs_"), tokenHash: TokenHash.of(token), name: try body.string("name"),
                     lease: try body.int("lease") ?? defaults.lease,
                     retainObserved: try body.bool("retainObserved") ?? defaults.retainObserved,
-                    replay: try body.int("replay") ?? defaults.replay, client: try body.string("client"))
-            ) { response in
-                response.insertMember("token", .string(token))  // shown once, here: the state keeps its hash only
-            }
+                    replay: try body.int("replay") ?? defaults.replay, client: try body.string("client")),
+                // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer).
+                answerMembers: ["token": .string(token)])
         }
         router.on(.get, "/v1/observers") { _, _ in
             let observers: [JSON] = store.observers().map { .object($0.summaryJSON) }

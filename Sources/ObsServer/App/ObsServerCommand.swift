@@ -43,6 +43,7 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "Postings the asap and idle queues hold together (default 10000).") var maxQueuedNotifications: Int?
     @Option(help: "Bytes of postings the asap and idle queues hold together (default 16 MiB).")
     var maxQueuedNotificationBytes: Int?
+    @Option(help: "Idempotency keys kept at once, each for 10 minutes (default 100000).") var maxIdempotencyKeys: Int?
     @Option(help: "Most open connections (default: --max-streams + 1024).") var maxConnections: Int?
     @Option(help: "Most open connections from one client address (default 0: no limit).")
     var maxConnectionsPerAddress: Int?
@@ -136,6 +137,7 @@ struct ObsServerCommand: ParsableCommand {
             (maxAdminReplayBytes, "max-admin-replay-bytes", \.maxAdminReplayBytes),
             (maxQueuedNotifications, "max-queued-notifications", \.maxQueuedNotifications),
             (maxQueuedNotificationBytes, "max-queued-notification-bytes", \.maxQueuedNotificationBytes),
+            (maxIdempotencyKeys, "max-idempotency-keys", \.maxIdempotencyKeys),
             (maxConnectionsPerAddress, "max-connections-per-address", \.maxConnectionsPerAddress),
             (connectionTimeout, "connection-timeout", \.connectionTimeout),
             (connectionMemory, "connection-memory", \.connectionMemory),

@@ -32,7 +32,7 @@ enum Replay {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw ConfigError("cannot read \(file)")
         }
-        let store = Store(limits: limits)
+        let store = Store(limits: limits, renderer: .http)
         var report = Report()
         var digested: [UInt8] = []
         for (number, line) in data.split(separator: UInt8(ascii: "\n")).enumerated() {

@@ -33,7 +33,7 @@ final class Server: Sendable {
                 store: store, database: database, durable: position, checkpointEvery: config.checkpointCommands,
                 logger: logger)
         } else {
-            store = Store(limits: limits)
+            store = Store(limits: limits, renderer: .http)
             dataDirectory = nil
             committer = nil
         }
@@ -162,7 +162,7 @@ final class Server: Sendable {
         do {
             let database = try StoreDatabase(directory: directory.path, sync: sync)
             let image = try database.load()
-            let store = try Store(limits: limits, restoring: image)
+            let store = try Store(limits: limits, renderer: .http, restoring: image)
             let stats = store.stats()
             logger.info(
                 """

@@ -35,6 +35,8 @@ struct ServerConfig: Sendable {
     /// Postings the `asap` and `idle` queues hold together, and their bytes.
     var maxQueuedNotifications = 10_000
     var maxQueuedNotificationBytes = 16 << 20
+    /// Idempotency keys kept at once (each for 10 minutes; past it the oldest go early).
+    var maxIdempotencyKeys = 100_000
     /// Open connections of any kind; nil: the stream limit plus 1,024 for requests.
     var maxConnections: Int?
     /// Open connections from one client address; 0: no limit (a load balancer is one address).
@@ -65,7 +67,8 @@ struct ServerConfig: Sendable {
             maxObjects: maxObjects, maxObservers: maxObservers,
             maxRegistrationsPerObserver: maxRegistrationsPerObserver, maxStreams: maxStreams,
             maxReplayBytes: maxReplayBytes, maxAdminReplayBytes: maxAdminReplayBytes,
-            maxQueuedNotifications: maxQueuedNotifications, maxQueuedNotificationBytes: maxQueuedNotificationBytes)
+            maxQueuedNotifications: maxQueuedNotifications, maxQueuedNotificationBytes: maxQueuedNotificationBytes,
+            maxIdempotencyKeys: maxIdempotencyKeys)
     }
 
     var effectiveMaxStringBytes: Int { maxStringBytes ?? maxBodyBytes }
@@ -85,7 +88,7 @@ struct ServerConfig: Sendable {
             ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams),
             ("max-replay-bytes", maxReplayBytes), ("max-admin-replay-bytes", maxAdminReplayBytes),
             ("max-queued-notifications", maxQueuedNotifications),
-            ("max-queued-notification-bytes", maxQueuedNotificationBytes),
+            ("max-queued-notification-bytes", maxQueuedNotificationBytes), ("max-idempotency-keys", maxIdempotencyKeys),
             ("max-connections", effectiveMaxConnections), ("connection-timeout", connectionTimeout),
             ("peer-timeout", peerTimeout), ("checkpoint-commands", checkpointCommands),
         ] where value < 1 {

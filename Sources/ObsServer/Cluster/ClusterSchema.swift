@@ -78,6 +78,7 @@ enum ClusterSchema {
             "maxAdminReplayBytes=\(limits.maxAdminReplayBytes)",
             "maxQueuedNotifications=\(limits.maxQueuedNotifications)",
             "maxQueuedNotificationBytes=\(limits.maxQueuedNotificationBytes)",
+            "maxIdempotencyKeys=\(limits.maxIdempotencyKeys)",
         ].joined(separator: ";")
     }
 

@@ -33,7 +33,7 @@ struct APIError: Error, Sendable {
             .notACollection, .indexOutOfRange, .readOnly:
             400
         case .notFound: 404
-        case .conflict: 409
+        case .conflict, .idempotencyKeyReused: 409
         case .revisionMismatch: 412
         case .limitExceeded: 429
         case .payloadTooLarge: 413

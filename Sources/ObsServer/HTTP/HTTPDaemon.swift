@@ -183,7 +183,8 @@ final class HTTPDaemon: Sendable {
             contentType: header(connection, "Content-Type"),
             authorization: header(connection, "Authorization"),
             accept: header(connection, "Accept"),
-            lastEventID: header(connection, "Last-Event-ID"), client: header(connection, "Obs-Client"))
+            lastEventID: header(connection, "Last-Event-ID"), client: header(connection, "Obs-Client"),
+            idempotencyKey: header(connection, "Idempotency-Key"))
         if let length = header(connection, "Content-Length").flatMap(Int.init), length > options.maxBodyBytes {
             // Answering before the body is read makes libmicrohttpd close the connection afterwards: intended here.
             return queue(APIError.payloadTooLarge(limit: options.maxBodyBytes).response, connection)

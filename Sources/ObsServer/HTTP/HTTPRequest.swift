@@ -21,6 +21,8 @@ struct HTTPHeaders: Sendable {
     var lastEventID: String?
     /// `Obs-Client`: the writer's name (section 7.3).
     var client: String?
+    /// `Idempotency-Key` (section 7.3).
+    var idempotencyKey: String?
 }
 
 /// A complete HTTP request: line, the headers the service reads, query and body.

@@ -26,6 +26,14 @@ extension Command {
             writer.raw(",\"by\":")
             writer.write(by)
         }
+        if let idempotency {
+            writer.raw(",\"idempotency\":")
+            writer.write(
+                [
+                    "key": .string(idempotency.key), "fingerprint": .string(idempotency.fingerprint),
+                    "answerMembers": .object(idempotency.answerMembers),
+                ])
+        }
         writer.raw("}")
         return writer.bytes
     }
@@ -47,7 +55,17 @@ extension Command {
         }
         self.init(
             time: Timestamp(milliseconds: Int64(try fields.int("t"))),
-            try Action(kind: try fields.string("a"), fields), by: try fields.optionalString("by"))
+            try Action(kind: try fields.string("a"), fields), by: try fields.optionalString("by"),
+            idempotency: try Self.claim(fields.optionalJSON("idempotency")))
+    }
+
+    private static func claim(_ json: JSON?) throws(CommandDecodingError) -> IdempotencyClaim? {
+        guard let json else { return nil }
+        guard case .object(let members) = json, case .string(let key)? = members["key"],
+            case .string(let fingerprint)? = members["fingerprint"],
+            case .object(let answerMembers)? = members["answerMembers"]
+        else { throw CommandDecodingError(description: "an idempotency claim has key, fingerprint and answerMembers") }
+        return IdempotencyClaim(key: key, fingerprint: fingerprint, answerMembers: answerMembers)
     }
 }
 

@@ -18,12 +18,18 @@ public struct Command: Sendable, Equatable {
     /// The client that made it (`Obs-Client`, section 7.3): the records, notifications and
     /// admin events it causes carry it as `by`. Nil for background changes and unnamed clients.
     public let by: String?
+    /// The request's `Idempotency-Key` (section 7.3).
+    public let idempotency: IdempotencyClaim?
 
-    public init(time: Timestamp, _ action: Action, by: String? = nil) {
+    public init(time: Timestamp, _ action: Action, by: String? = nil, idempotency: IdempotencyClaim? = nil) {
         self.time = time
         self.action = action
         self.by = by
+        self.idempotency = idempotency
     }
+
+    /// Whether applying it can change the state: its action can, or it keeps an answer.
+    public var changesState: Bool { action.changesState || idempotency != nil }
 
     public enum Action: Sendable, Equatable {
         // Classes

@@ -24,4 +24,6 @@ public enum Outcome: Sendable {
     case streamOpened(EventLog)
     /// Bookkeeping that answers nothing (a stream closed, a restart).
     case done
+    /// A retry under an idempotency key: what the first request was answered (it changed nothing).
+    case replayed(StoredAnswer)
 }

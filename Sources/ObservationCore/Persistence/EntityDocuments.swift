@@ -45,6 +45,14 @@ extension JournalBatch.Entity {
             ]
         case .lastEventID(let lastID):
             return ["lastEventId": .int(lastID)]
+        case .idempotency(let entry):
+            let answer = entry.answer
+            return [
+                "fingerprint": .string(entry.fingerprint), "expires": .int(Int(entry.expires)),
+                "status": .int(answer.status), "contentType": .string(answer.contentType),
+                "headers": .array(answer.headers.map { .array([.string($0.name), .string($0.value)]) }),
+                "body": .string(String(decoding: answer.body, as: UTF8.self)),
+            ]
         case .queue(let queue):
             return [
                 "entries": .array(

@@ -7,6 +7,8 @@ public enum EntityKind: String, Sendable, CaseIterable {
     case lastEventID = "lastEventId"
     /// The posting queue (one row: NSNotificationQueue's `asap` and `idle` entries).
     case queue
+    /// An idempotency key and the answer it keeps (section 7.3).
+    case idempotency
 }
 
 /// What a durable store owes its data directory: the commands applied since the last commit

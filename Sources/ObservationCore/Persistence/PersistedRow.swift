@@ -69,6 +69,7 @@ public struct JournalBatch: Sendable {
         case subscription(Subscription)
         case lastEventID(Int)
         case queue(NotificationQueue)
+        case idempotency(IdempotencyTable.Entry)
     }
 
     /// A checkpoint: every entity changed since the last one, and the counters, as of `position`.

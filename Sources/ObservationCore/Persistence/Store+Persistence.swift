@@ -4,10 +4,10 @@ extension Store {
     /// A store that journals what it applies for a durable copy (`takeBatch`), rebuilt from
     /// `image`: its checkpoint, then its commands applied again (empty on first start). Its
     /// events reach streams only once published; the replayed ones are durable already.
-    public convenience init(limits: StoreLimits = StoreLimits(), restoring image: PersistedImage)
-        throws(PersistenceError)
-    {
-        var state = StoreState(limits: limits, persistent: true)
+    public convenience init(
+        limits: StoreLimits = StoreLimits(), renderer: AnswerRenderer = .plain, restoring image: PersistedImage
+    ) throws(PersistenceError) {
+        var state = StoreState(limits: limits, persistent: true, renderer: renderer)
         try state.restore(image)
         let replayed = try state.replay(image.commands)
         self.init(state: state)
@@ -34,8 +34,8 @@ extension Store {
     /// start, or rebuilding), or with an empty one (nil: no checkpoint yet). Its buffers start
     /// empty; ids continue.
     public func load(_ image: PersistedImage?) throws(PersistenceError) {
-        let limits = state.withLock { $0.limits }
-        var restored = StoreState(limits: limits)
+        let (limits, renderer) = state.withLock { ($0.limits, $0.renderer) }
+        var restored = StoreState(limits: limits, renderer: renderer)
         if let image { try restored.restore(image) }
         state.withLock { $0 = restored }
         outbox.reset(revision: restored.revision)

@@ -29,7 +29,7 @@ extension StoreState {
         let ids: [EntityKind: [String]] = [
             .class: graph.classes.keys.sorted(), .object: graph.objects.keys.sorted(), .observer: observerIDs,
             .registration: registrations.ids, .subscription: center.ids, .lastEventID: observerIDs,
-            .queue: center.queue.entries.isEmpty ? [] : ["queue"],
+            .queue: center.queue.entries.isEmpty ? [] : ["queue"], .idempotency: idempotency.keys,
         ]
         for kind in EntityKind.allCases {
             for id in ids[kind] ?? [] { entities.append((kind, id, entity(kind, id))) }
@@ -54,6 +54,7 @@ extension StoreState {
         case .subscription: center[id].map { .subscription($0) }
         case .lastEventID: observers[id].map { .lastEventID($0.lastEventID) }
         case .queue: .queue(center.queue)
+        case .idempotency: idempotency.entries[id].map { .idempotency($0) }
         }
     }
 
@@ -79,6 +80,7 @@ extension StoreState {
         }
         for document in byKind[.subscription] ?? [] { try restoreSubscription(document) }
         for document in byKind[.queue] ?? [] { try restoreQueue(document) }
+        try restoreIdempotency(byKind[.idempotency] ?? [])
         if image.exact { try restoreCounters(image.counters) }
         revision = image.revision
         adminLastEventID = image.adminLastEventID
@@ -249,6 +251,35 @@ extension StoreState {
             createdAt: try document.timestamp("createdAt"), sequence: sequence)
         center.insert(subscription)
         center.continueSequence(after: sequence)
+    }
+
+    /// Idempotency keys, in the order they expire (then by key).
+    private mutating func restoreIdempotency(_ documents: [StoredDocument]) throws(PersistenceError) {
+        var entries: [(key: String, entry: IdempotencyTable.Entry)] = []
+        for document in documents {
+            guard case .array(let headerPairs) = try document.value("headers") else {
+                throw document.failure("'headers' is not an array")
+            }
+            var headers: [StoredAnswer.Header] = []
+            for pair in headerPairs {
+                guard case .array(let parts) = pair, parts.count == 2, case .string(let name) = parts[0],
+                    case .string(let value) = parts[1]
+                else { throw document.failure("a header is not a [name, value] pair") }
+                headers.append(StoredAnswer.Header(name: name, value: value))
+            }
+            let answer = StoredAnswer(
+                status: try document.int("status"), contentType: try document.string("contentType"), headers: headers,
+                body: Array(try document.string("body").utf8))
+            entries.append(
+                (
+                    document.row.id,
+                    IdempotencyTable.Entry(
+                        fingerprint: try document.string("fingerprint"), expires: Int64(try document.int("expires")),
+                        answer: answer)
+                ))
+        }
+        entries.sort { ($0.entry.expires, $0.key) < ($1.entry.expires, $1.key) }
+        for (key, entry) in entries { idempotency.restore(key, entry) }
     }
 
     private mutating func restoreQueue(_ document: StoredDocument) throws(PersistenceError) {

@@ -24,9 +24,9 @@ public final class Store: Sendable {
     /// Whether events wait for `publish` before streams see them (a persistent store).
     private let gated: Bool
 
-    /// An in-memory store.
-    public convenience init(limits: StoreLimits = StoreLimits()) {
-        self.init(state: StoreState(limits: limits))
+    /// An in-memory store; `renderer` renders the answers idempotency keys keep.
+    public convenience init(limits: StoreLimits = StoreLimits(), renderer: AnswerRenderer = .plain) {
+        self.init(state: StoreState(limits: limits, renderer: renderer))
     }
 
     init(state: StoreState) {
@@ -58,7 +58,9 @@ public final class Store: Sendable {
             outbox.enqueue(effects)
             // A refused command changed nothing: nothing to make durable.
             guard case .success = result else { return (result, false) }
-            guard command.action.changesState, let position = state.journal.record(command) else {
+            // A replayed answer changed nothing: nothing to journal.
+            if case .success(.replayed) = result { return (result, false) }
+            guard command.changesState, let position = state.journal.record(command) else {
                 return (result, false)
             }
             sequenceCounter.store(position, ordering: .releasing)

@@ -14,7 +14,13 @@ extension StoreState {
         clock = time
         by = command.by
         defer { by = nil }
-        let result = Result { () throws(CoreError) in try perform(command.action, at: time) }
+        let result = Result { () throws(CoreError) in
+            guard let claim = command.idempotency else { return try perform(command.action, at: time) }
+            if let kept = try keptAnswer(claim, at: time) { return kept }
+            let outcome = try perform(command.action, at: time)
+            keep(outcome, for: claim, at: time)
+            return outcome
+        }
         if case .failure = result { clock = before }  // a refused command changes nothing, not even the clock
         effects.revision = revision
         defer { effects = Effects() }
@@ -95,6 +101,33 @@ extension StoreState {
             observers.restart(at: time)
             effects.timerMustLook = true
             return .done
+        }
+    }
+}
+
+// MARK: - Idempotency keys (section 7.3)
+
+extension StoreState {
+    /// The answer a key keeps for the same request (`replayed`), nil for a key not held;
+    /// `idempotencyKeyReused` for the same key with another request.
+    fileprivate func keptAnswer(_ claim: IdempotencyClaim, at time: Timestamp) throws(CoreError) -> Outcome? {
+        guard let entry = idempotency.entry(claim.key, at: time.milliseconds) else { return nil }
+        guard entry.fingerprint == claim.fingerprint else {
+            throw CoreError(
+                .idempotencyKeyReused,
+                "this Idempotency-Key was used for a different request in the last 10 minutes",
+                details: ["key": .string(claim.key)])
+        }
+        return .replayed(entry.answer)
+    }
+
+    /// Keeps the answer of a command that succeeded under a key, and lets expired keys go.
+    fileprivate mutating func keep(_ outcome: Outcome, for claim: IdempotencyClaim, at time: Timestamp) {
+        let answer = renderer.render(outcome, claim.answerMembers)
+        idempotency.insert(claim.key, fingerprint: claim.fingerprint, answer: answer, at: time.milliseconds)
+        journal.mark(.idempotency, claim.key)
+        for key in idempotency.prune(at: time.milliseconds, maxEntries: limits.maxIdempotencyKeys) {
+            journal.mark(.idempotency, key)
         }
     }
 }

@@ -31,6 +31,10 @@ struct StoreState: Sendable {
     var by: String?
     /// Throttled registrations holding folded changes, by when their window ends (ms).
     var throttled = DeadlineHeap<Int64>()
+    /// Idempotency keys and the answers they keep (section 7.3).
+    var idempotency = IdempotencyTable()
+    /// How answers are rendered for the keys to keep (the server's own rendering).
+    let renderer: AnswerRenderer
     let adminLog: EventLog
     /// The id of the admin stream's last event.
     var adminLastEventID = 0
@@ -41,8 +45,9 @@ struct StoreState: Sendable {
     /// The effects of the command being applied (taken by `apply`).
     var effects = Effects()
 
-    init(limits: StoreLimits, persistent: Bool = false) {
+    init(limits: StoreLimits, persistent: Bool = false, renderer: AnswerRenderer = .plain) {
         self.limits = limits
+        self.renderer = renderer
         self.journal = Journal(enabled: persistent)
         self.center = NotificationCenter(queue: NotificationQueue())
         self.adminLog = EventLog(
