@@ -166,6 +166,17 @@ struct HTTPLayerTests {
         }
     }
 
+    @Test("the JavaScript client is served at /client/obs.js, its types beside it")
+    func javaScriptClient() throws {
+        try withServer { _, client in
+            let module = try client.get("/client/obs.js")
+            #expect(module.status == 200 && module.headers["content-type"] == "text/javascript; charset=utf-8")
+            #expect(module.text.contains("export class ObsClient"))
+            let types = try client.get("/client/obs.d.ts")
+            #expect(types.status == 200 && types.headers["content-type"] == "application/typescript; charset=utf-8")
+        }
+    }
+
     @Test("with --token, the API needs the bearer token and healthz stays open")
     func token() throws {
         try withServer(configure: { $0.token = "s3cret" }) { _, client in

@@ -8,7 +8,6 @@ import http.client
 import threading
 import time
 
-import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
 # The test page: the client, and a recorder of everything a stream tells.
@@ -29,8 +28,6 @@ window.record = (observer, options = {}) => {
 };
 window.ready = true;
 """
-
-IDEMPOTENCY_NOT_YET = "the server does not answer Idempotency-Key yet (contract 7.3): a replayed write applies twice"
 
 
 def open_page(browser, server):
@@ -323,7 +320,6 @@ def test_writes_send_obs_client_and_an_idempotency_key_kept_across_retries(serve
     assert len(browser.execute_script("return requests")) == 1
 
 
-@pytest.mark.xfail(strict=False, reason=IDEMPOTENCY_NOT_YET)
 def test_a_write_retried_after_a_lost_answer_is_applied_once(server_factory, browser):
     server = server_factory().start()
     open_page(browser, server)

@@ -34,6 +34,7 @@ struct StaticFiles: Sendable {
         switch name.split(separator: ".").last?.lowercased() {
         case "html": "text/html; charset=utf-8"
         case "js", "mjs": "text/javascript; charset=utf-8"
+        case "ts": "application/typescript; charset=utf-8"
         case "css": "text/css; charset=utf-8"
         case "json": "application/json; charset=utf-8"
         case "svg": "image/svg+xml"
