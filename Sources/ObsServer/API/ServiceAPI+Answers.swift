@@ -42,11 +42,19 @@ extension ServiceAPI {
                 .invalidRequest, "Idempotency-Key is 1–128 printable ASCII characters",
                 details: ["header": "Idempotency-Key"])
         }
-        var text = Array("\(request.method.rawValue) \(request.path)\n".utf8)
-        for (name, value) in request.query.sorted(by: { $0.key < $1.key }) {
-            text += Array("\(name)=\(value)\n".utf8)
+        // Each part with its length first: no part can pass for another.
+        var text: [UInt8] = []
+        func append(_ part: some Collection<UInt8>) {
+            text += Array("\(part.count):".utf8)
+            text += part
         }
-        text += [0] + request.body
+        append(request.method.rawValue.utf8)
+        append(request.path.utf8)
+        for (name, value) in request.query.sorted(by: { $0.key < $1.key }) {
+            append(name.utf8)
+            append(value.utf8)
+        }
+        append(request.body)
         return IdempotencyClaim(key: key, fingerprint: TokenHash.hex(of: text), answerMembers: answerMembers)
     }
 

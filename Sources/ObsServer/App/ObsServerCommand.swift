@@ -44,6 +44,7 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "Bytes of postings the asap and idle queues hold together (default 16 MiB).")
     var maxQueuedNotificationBytes: Int?
     @Option(help: "Idempotency keys kept at once, each for 10 minutes (default 100000).") var maxIdempotencyKeys: Int?
+    @Option(help: "Bytes of answers idempotency keys keep at once (default 64 MiB).") var maxIdempotencyBytes: Int?
     @Option(help: "Most open connections (default: --max-streams + 1024).") var maxConnections: Int?
     @Option(help: "Most open connections from one client address (default 0: no limit).")
     var maxConnectionsPerAddress: Int?
@@ -138,6 +139,7 @@ struct ObsServerCommand: ParsableCommand {
             (maxQueuedNotifications, "max-queued-notifications", \.maxQueuedNotifications),
             (maxQueuedNotificationBytes, "max-queued-notification-bytes", \.maxQueuedNotificationBytes),
             (maxIdempotencyKeys, "max-idempotency-keys", \.maxIdempotencyKeys),
+            (maxIdempotencyBytes, "max-idempotency-bytes", \.maxIdempotencyBytes),
             (maxConnectionsPerAddress, "max-connections-per-address", \.maxConnectionsPerAddress),
             (connectionTimeout, "connection-timeout", \.connectionTimeout),
             (connectionMemory, "connection-memory", \.connectionMemory),

@@ -37,6 +37,8 @@ struct ServerConfig: Sendable {
     var maxQueuedNotificationBytes = 16 << 20
     /// Idempotency keys kept at once (each for 10 minutes; past it the oldest go early).
     var maxIdempotencyKeys = 100_000
+    /// Bytes of kept answers at once (past it the oldest keys go early).
+    var maxIdempotencyBytes = 64 << 20
     /// Open connections of any kind; nil: the stream limit plus 1,024 for requests.
     var maxConnections: Int?
     /// Open connections from one client address; 0: no limit (a load balancer is one address).
@@ -68,7 +70,7 @@ struct ServerConfig: Sendable {
             maxRegistrationsPerObserver: maxRegistrationsPerObserver, maxStreams: maxStreams,
             maxReplayBytes: maxReplayBytes, maxAdminReplayBytes: maxAdminReplayBytes,
             maxQueuedNotifications: maxQueuedNotifications, maxQueuedNotificationBytes: maxQueuedNotificationBytes,
-            maxIdempotencyKeys: maxIdempotencyKeys)
+            maxIdempotencyKeys: maxIdempotencyKeys, maxIdempotencyBytes: maxIdempotencyBytes)
     }
 
     var effectiveMaxStringBytes: Int { maxStringBytes ?? maxBodyBytes }
@@ -89,6 +91,7 @@ struct ServerConfig: Sendable {
             ("max-replay-bytes", maxReplayBytes), ("max-admin-replay-bytes", maxAdminReplayBytes),
             ("max-queued-notifications", maxQueuedNotifications),
             ("max-queued-notification-bytes", maxQueuedNotificationBytes), ("max-idempotency-keys", maxIdempotencyKeys),
+            ("max-idempotency-bytes", maxIdempotencyBytes),
             ("max-connections", effectiveMaxConnections), ("connection-timeout", connectionTimeout),
             ("peer-timeout", peerTimeout), ("checkpoint-commands", checkpointCommands),
         ] where value < 1 {

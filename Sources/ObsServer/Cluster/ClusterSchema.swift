@@ -78,7 +78,7 @@ enum ClusterSchema {
             "maxAdminReplayBytes=\(limits.maxAdminReplayBytes)",
             "maxQueuedNotifications=\(limits.maxQueuedNotifications)",
             "maxQueuedNotificationBytes=\(limits.maxQueuedNotificationBytes)",
-            "maxIdempotencyKeys=\(limits.maxIdempotencyKeys)",
+            "maxIdempotencyKeys=\(limits.maxIdempotencyKeys)", "maxIdempotencyBytes=\(limits.maxIdempotencyBytes)",
         ].joined(separator: ";")
     }
 

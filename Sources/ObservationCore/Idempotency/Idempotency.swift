@@ -68,24 +68,34 @@ public struct AnswerRenderer: Sendable {
 /// The idempotency keys seen in the last `window` of command time, with what each answered.
 ///
 /// Keys leave in the order they came (command time never goes back, so that is expiry
-/// order); past `maxEntries` the oldest leave early. Lookups are by key; nothing iterates
-/// the table in hash order.
+/// order, and `sequence` keeps it across a restore); past `maxEntries` keys or `maxBytes` of
+/// answers the oldest leave early. Lookups are by key; nothing iterates the table in hash order.
 struct IdempotencyTable: Sendable {
     struct Entry: Sendable, Equatable {
         let fingerprint: String
         /// Command time (ms) after which the key is free again.
         let expires: Int64
         let answer: StoredAnswer
+        /// Arrival order.
+        let sequence: Int
+
+        /// What it counts against the byte limit.
+        var bytes: Int {
+            128 + fingerprint.utf8.count + answer.body.count
+                + answer.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+        }
     }
 
     /// How long a key holds its answer: 10 minutes (section 7.3).
     static let window: Int64 = 600_000
 
     private(set) var entries: [String: Entry] = [:]
-    /// Keys in arrival order, with the expiry they had then (a key re-used after it expired
-    /// appears twice; the stale position is skipped).
-    private var order: [(key: String, expires: Int64)] = []
+    /// Keys in arrival order, with the sequence they had then (a key used again after it
+    /// left appears twice; the stale position is skipped).
+    private var order: [(key: String, sequence: Int)] = []
     private var head = 0
+    private var nextSequence = 0
+    private(set) var bytes = 0
 
     var count: Int { entries.count }
 
@@ -97,28 +107,32 @@ struct IdempotencyTable: Sendable {
 
     /// Keeps `answer` for `key` from `time`.
     mutating func insert(_ key: String, fingerprint: String, answer: StoredAnswer, at time: Int64) {
-        let entry = Entry(fingerprint: fingerprint, expires: time + Self.window, answer: answer)
-        entries[key] = entry
-        order.append((key, entry.expires))
+        restore(
+            key, Entry(fingerprint: fingerprint, expires: time + Self.window, answer: answer, sequence: nextSequence))
     }
 
-    /// Restores a stored entry (in expiry order, then key order).
+    /// Puts an entry back (a restore: call in `sequence` order).
     mutating func restore(_ key: String, _ entry: Entry) {
-        entries[key] = entry
-        order.append((key, entry.expires))
+        if let replaced = entries.updateValue(entry, forKey: key) { bytes -= replaced.bytes }
+        bytes += entry.bytes
+        order.append((key, entry.sequence))
+        nextSequence = max(nextSequence, entry.sequence + 1)
     }
 
-    /// Removes the keys expired by `time`, and the oldest past `maxEntries`; returns the keys removed.
-    mutating func prune(at time: Int64, maxEntries: Int) -> [String] {
+    /// Removes the keys expired by `time`, and the oldest past the limits; returns the keys removed.
+    mutating func prune(at time: Int64, maxEntries: Int, maxBytes: Int) -> [String] {
         var removed: [String] = []
         while head < order.count {
-            let (key, expires) = order[head]
-            guard expires <= time || entries.count > maxEntries else { break }
-            head += 1
-            if entries[key]?.expires == expires {
-                entries[key] = nil
-                removed.append(key)
+            let (key, sequence) = order[head]
+            guard let entry = entries[key], entry.sequence == sequence else {
+                head += 1  // a stale position
+                continue
             }
+            guard entry.expires <= time || entries.count > maxEntries || bytes > maxBytes else { break }
+            head += 1
+            entries[key] = nil
+            bytes -= entry.bytes
+            removed.append(key)
         }
         if head >= 64, head * 2 >= order.count {
             order.removeFirst(head)
@@ -129,6 +143,6 @@ struct IdempotencyTable: Sendable {
 
     /// Every key, in arrival order (a checkpoint).
     var keys: [String] {
-        order[head...].filter { entries[$0.key]?.expires == $0.expires }.map(\.key)
+        order[head...].filter { entries[$0.key]?.sequence == $0.sequence }.map(\.key)
     }
 }

@@ -49,6 +49,7 @@ extension JournalBatch.Entity {
             let answer = entry.answer
             return [
                 "fingerprint": .string(entry.fingerprint), "expires": .int(Int(entry.expires)),
+                "sequence": .int(entry.sequence),
                 "status": .int(answer.status), "contentType": .string(answer.contentType),
                 "headers": .array(answer.headers.map { .array([.string($0.name), .string($0.value)]) }),
                 "body": .string(String(decoding: answer.body, as: UTF8.self)),

@@ -96,7 +96,11 @@ extension StoreState {
     mutating func replay(_ commands: [(position: Int, bytes: [UInt8])]) throws(PersistenceError) -> [Effects] {
         let configured = limits
         limits = .unlimited(keeping: configured)
-        defer { limits = configured }
+        replaying = true
+        defer {
+            limits = configured
+            replaying = false
+        }
         var performed: [Effects] = []
         for (position, bytes) in commands {
             let command: Command
@@ -253,7 +257,7 @@ extension StoreState {
         center.continueSequence(after: sequence)
     }
 
-    /// Idempotency keys, in the order they expire (then by key).
+    /// Idempotency keys, in the order they came (so that they leave in the same order everywhere).
     private mutating func restoreIdempotency(_ documents: [StoredDocument]) throws(PersistenceError) {
         var entries: [(key: String, entry: IdempotencyTable.Entry)] = []
         for document in documents {
@@ -275,10 +279,10 @@ extension StoreState {
                     document.row.id,
                     IdempotencyTable.Entry(
                         fingerprint: try document.string("fingerprint"), expires: Int64(try document.int("expires")),
-                        answer: answer)
+                        answer: answer, sequence: try document.int("sequence"))
                 ))
         }
-        entries.sort { ($0.entry.expires, $0.key) < ($1.entry.expires, $1.key) }
+        entries.sort { $0.entry.sequence < $1.entry.sequence }
         for (key, entry) in entries { idempotency.restore(key, entry) }
     }
 

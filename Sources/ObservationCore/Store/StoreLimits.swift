@@ -16,13 +16,17 @@ public struct StoreLimits: Sendable {
     public var maxQueuedNotificationBytes: Int
     /// Idempotency keys kept at once (section 7.3); past it the oldest go before their 10 minutes.
     public var maxIdempotencyKeys: Int
+    /// Bytes of kept answers at once; past it the oldest keys go early.
+    public var maxIdempotencyBytes: Int
 
     public init(
         maxObjects: Int = 1_000_000, maxObservers: Int = 100_000, maxRegistrationsPerObserver: Int = 10_000,
         maxStreams: Int = 10_000, adminReplay: Int = 10_000, maxReplayBytes: Int = 4 << 20,
         maxAdminReplayBytes: Int = 64 << 20, maxQueuedNotifications: Int = 10_000,
-        maxQueuedNotificationBytes: Int = 16 << 20, maxIdempotencyKeys: Int = 100_000
+        maxQueuedNotificationBytes: Int = 16 << 20, maxIdempotencyKeys: Int = 100_000,
+        maxIdempotencyBytes: Int = 64 << 20
     ) {
+        self.maxIdempotencyBytes = maxIdempotencyBytes
         self.maxIdempotencyKeys = maxIdempotencyKeys
         self.maxObjects = maxObjects
         self.maxObservers = maxObservers

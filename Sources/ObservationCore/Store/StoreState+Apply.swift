@@ -16,12 +16,20 @@ extension StoreState {
         defer { by = nil }
         let result = Result { () throws(CoreError) in
             guard let claim = command.idempotency else { return try perform(command.action, at: time) }
-            if let kept = try keptAnswer(claim, at: time) { return kept }
+            // A journaled command was a first application: its replay decides nothing anew.
+            if !replaying, let kept = try keptAnswer(claim, at: time) { return kept }
             let outcome = try perform(command.action, at: time)
             keep(outcome, for: claim, at: time)
             return outcome
         }
-        if case .failure = result { clock = before }  // a refused command changes nothing, not even the clock
+        switch result {
+        case .failure, .success(.replayed):
+            clock = before  // a refused or replayed command changes nothing, not even the clock
+        case .success where !command.changesState:
+            clock = before  // nor does one that is not journaled (a barrier): a restart must see the same clock
+        case .success:
+            forgetExpiredKeys(at: time)
+        }
         effects.revision = revision
         defer { effects = Effects() }
         return (result, effects)
@@ -121,13 +129,18 @@ extension StoreState {
         return .replayed(entry.answer)
     }
 
-    /// Keeps the answer of a command that succeeded under a key, and lets expired keys go.
+    /// Keeps the answer of a command that succeeded under a key.
     fileprivate mutating func keep(_ outcome: Outcome, for claim: IdempotencyClaim, at time: Timestamp) {
         let answer = renderer.render(outcome, claim.answerMembers)
         idempotency.insert(claim.key, fingerprint: claim.fingerprint, answer: answer, at: time.milliseconds)
         journal.mark(.idempotency, claim.key)
-        for key in idempotency.prune(at: time.milliseconds, maxEntries: limits.maxIdempotencyKeys) {
-            journal.mark(.idempotency, key)
-        }
+    }
+
+    /// Lets keys go whose 10 minutes are over by `time`, and the oldest past the limits (at
+    /// every change: a constant-time look when none is due).
+    fileprivate mutating func forgetExpiredKeys(at time: Timestamp) {
+        let removed = idempotency.prune(
+            at: time.milliseconds, maxEntries: limits.maxIdempotencyKeys, maxBytes: limits.maxIdempotencyBytes)
+        for key in removed { journal.mark(.idempotency, key) }
     }
 }

@@ -21,7 +21,7 @@ extension StoreState {
             // The client whose write caused it, as the object's last member.
             bytes.removeLast()
             var writer = JSONWriter(capacity: by.utf8.count + 10)
-            writer.raw(",\"by\":")
+            writer.raw(bytes.last == UInt8(ascii: "{") ? "\"by\":" : ",\"by\":")
             writer.write(by)
             writer.raw("}")
             bytes += writer.bytes

@@ -25,10 +25,9 @@ extension StoreState {
     mutating func propagate(_ writes: [Write], revision: Int, toMany: ToManyChange? = nil) {
         let affected = registrations.affected(by: writes)
         guard !affected.isEmpty else { return }
-        var batch = RecordBatch(sharesTails: affected.count > 1, by: by)
+        var batch = RecordBatch(sharesTails: affected.count > 1)
         var evaluations = EvaluationCache(enabled: affected.count > 1)
-        var windowsOpened: [(id: String, end: Timestamp)] = []
-        var throttledTouched: [String] = []
+        var windows = ThrottleWindows()
         let graph = self.graph  // read while the registrations change in place
         let (by, now) = (self.by, clock)
         for (id, policy) in affected {
@@ -37,46 +36,26 @@ extension StoreState {
                 let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
                 let governing = registration.derivedPolicy ?? policy
                 guard governing == .always || (governing == .onChange && old != new) else { return }
-                registration.notifiedValue = new
-                if registration.throttle > 0 {
-                    throttledTouched.append(registration.id)
-                    guard Self.sendsNow(&registration, old: old, revision: revision, by: by, at: now) else {
-                        if let end = registration.windowEnd { windowsOpened.append((registration.id, end)) }
-                        return
-                    }
+                guard registration.throttle > 0 else {
+                    registration.notifiedValue = new
+                    batch.add(registration, old: old, new: new, revision: revision, toMany: toMany, by: by)
+                    return
                 }
-                batch.add(registration, old: old, new: new, revision: revision, toMany: toMany)
+                let decision = windows.decide(&registration, old: old, new: new, revision: revision, by: by, at: now)
+                if case .send(let first, let writer, let merged) = decision {
+                    batch.add(
+                        registration, old: first, new: new, revision: revision, toMany: merged ? nil : toMany,
+                        by: writer, ownTail: true)
+                }
             }
         }
-        for id in throttledTouched { journal.mark(.registration, id) }
-        for (id, end) in windowsOpened { throttled.schedule(id, at: end.milliseconds) }
-        if !windowsOpened.isEmpty { effects.timerMustLook = true }
+        record(windows)
         emitBatch(batch)
     }
 
-    /// A throttled registration's change at `now`: true when its record goes out now (no
-    /// window is open; one opens), false when it is folded into the record the window's end
-    /// sends (section 7.3).
-    private static func sendsNow(
-        _ registration: inout Registration, old: JSON, revision: Int, by: String?, at now: Timestamp
-    ) -> Bool {
-        if let end = registration.windowEnd, now < end {
-            if var folded = registration.folded {
-                folded.revision = revision
-                if folded.by != by { folded.by = nil }
-                registration.folded = folded
-            } else {
-                registration.folded = FoldedChange(old: old, revision: revision, by: by)
-            }
-            return false
-        }
-        registration.windowEnd = Timestamp(milliseconds: now.milliseconds + Int64(registration.throttle))
-        return true
-    }
-
     /// Sends the folded record of every throttled registration whose window ended by `time`
-    /// (none when its value ended where it started), in deadline order; each sent record
-    /// opens a new window. Returns how many records went out.
+    /// (none when its value ended where it started, or when all of it was the observer's own
+    /// echo), in deadline order; each record sent opens a new window. Returns how many went out.
     mutating func flushThrottled(at time: Timestamp) -> Int {
         var sent = 0
         while let next = throttled.first, next.deadline <= time.milliseconds {
@@ -84,12 +63,14 @@ extension StoreState {
             let record = registrations.update(next.id) { registration, _ -> (String, [UInt8], Int)? in
                 guard let folded = registration.folded else { return nil }
                 registration.folded = nil
-                guard folded.old != registration.value else {
-                    registration.windowEnd = nil
+                let own = registration.skipsClient != nil && registration.skipsClient == folded.by
+                guard folded.old != registration.value, !own else {
+                    registration.windowEnd = nil  // nothing sent: the window is quiet again
+                    if own { registration.notifiedValue = registration.value }
                     return nil
                 }
                 registration.windowEnd = Timestamp(milliseconds: time.milliseconds + Int64(registration.throttle))
-                if let own = registration.skipsClient, own == folded.by { return nil }
+                registration.notifiedValue = registration.value
                 var record = ChangeRecord(revision: folded.revision)
                 record.old = registration.options.contains(.old) ? folded.old : nil
                 record.new = registration.options.contains(.new) ? registration.value : nil
@@ -107,21 +88,42 @@ extension StoreState {
     }
 
     /// `didChangeValueForKey:` for the registrations of `id` on `keyPaths`: one record each, with
-    /// `old` = the value at its last notification and `new` = the value now.
+    /// `old` = the value at its last notification and `new` = the value now (a throttled
+    /// registration's record waits for its window like any other).
     mutating func notifyManually(_ id: String, keyPaths: [KeyPath], revision: Int) {
         let wanted = Set(keyPaths.map(\.description))
-        var batch = RecordBatch(sharesTails: true, by: by)
+        var batch = RecordBatch(sharesTails: true)
         var evaluations = EvaluationCache(enabled: false)
+        var windows = ThrottleWindows()
         let graph = self.graph
+        let (by, now) = (self.by, clock)
         for chosen in registrations.observing(id) where wanted.contains(chosen.keyPath.description) {
             registrations.update(chosen.id) { registration, dependents in
                 let old = registration.notifiedValue
                 let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
-                registration.notifiedValue = new
-                batch.add(registration, old: old, new: new, revision: revision, toMany: nil)
+                guard registration.throttle > 0 else {
+                    registration.notifiedValue = new
+                    batch.add(registration, old: old, new: new, revision: revision, toMany: nil, by: by)
+                    return
+                }
+                let decision = windows.decide(&registration, old: old, new: new, revision: revision, by: by, at: now)
+                if case .send(let first, let writer, _) = decision {
+                    batch.add(
+                        registration, old: first, new: new, revision: revision, toMany: nil, by: writer, ownTail: true)
+                }
             }
         }
+        record(windows)
         emitBatch(batch)
+    }
+
+    /// Keeps what throttling decided: the registrations changed (for the next checkpoint), and
+    /// the windows holding folded changes, by when they end (for the timer).
+    private mutating func record(_ windows: ThrottleWindows) {
+        for id in windows.touched { journal.mark(.registration, id) }
+        for id in windows.settled { throttled.cancel(id) }
+        for (id, end) in windows.folding { throttled.schedule(id, at: end.milliseconds) }
+        if !windows.folding.isEmpty { effects.timerMustLook = true }
     }
 
     /// A new registration bound to the graph: its current value, the places it reads, and the
@@ -210,15 +212,16 @@ private struct RecordBatch {
     private var tails: [TailKey: [UInt8]] = [:]
     /// Off for a single registration: nothing to share, and the lookup would cost.
     let sharesTails: Bool
-    /// The client whose write made the change (`by`).
-    let by: String?
 
-    init(sharesTails: Bool, by: String?) {
-        self.sharesTails = sharesTails
-        self.by = by
-    }
+    init(sharesTails: Bool) { self.sharesTails = sharesTails }
 
-    mutating func add(_ registration: Registration, old: JSON, new: JSON, revision: Int, toMany: ToManyChange?) {
+    /// The records of `registration` for a change from `old` to `new` made by `by` (none for
+    /// the observer's own echo, with `skipOwn`). `ownTail`: its old value is its own (a
+    /// throttled registration's, folded changes included), so its tail is not shared.
+    mutating func add(
+        _ registration: Registration, old: JSON, new: JSON, revision: Int, toMany: ToManyChange?, by: String?,
+        ownTail: Bool = false
+    ) {
         if let own = registration.skipsClient, own == by { return }  // skipOwn: not its own echo
         var record = ChangeRecord(revision: revision)
         record.by = by
@@ -234,15 +237,15 @@ private struct RecordBatch {
             var prior = record
             prior.flag = .prior
             prior.old = registration.options.contains(.old) ? recordOld : nil
-            priors.append((registration.observerID, encode(registration, prior)))
+            priors.append((registration.observerID, encode(registration, prior, shared: !ownTail)))
         }
         record.old = registration.options.contains(.old) ? recordOld : nil
         record.new = registration.options.contains(.new) ? recordNew : nil
-        posts.append((registration.observerID, encode(registration, record)))
+        posts.append((registration.observerID, encode(registration, record, shared: !ownTail)))
     }
 
-    private mutating func encode(_ registration: Registration, _ record: ChangeRecord) -> [UInt8] {
-        guard sharesTails else { return ChangeRecord.encode(registration, tail: record.encodedTail()) }
+    private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> [UInt8] {
+        guard sharesTails, shared else { return ChangeRecord.encode(registration, tail: record.encodedTail()) }
         let key = TailKey(
             objectID: registration.objectID, keyPath: registration.keyPath.description, kind: record.kind,
             hasOld: record.old != nil, hasNew: record.new != nil, prior: record.flag == .prior)
@@ -250,6 +253,61 @@ private struct RecordBatch {
         let tail = record.encodedTail()
         tails[key] = tail
         return ChangeRecord.encode(registration, tail: tail)
+    }
+}
+
+/// What throttling decides for the registrations one change reaches (section 7.3).
+private struct ThrottleWindows {
+    enum Decision {
+        /// A record now: from `old` (the value before the first change folded into it), by
+        /// `writer` (nil when its changes came from several); `merged`: it holds folded changes.
+        case send(old: JSON, writer: String?, merged: Bool)
+        /// Folded into the open window's record.
+        case fold
+        /// No record: the observer's own echo (`skipOwn`), or folded changes that cancelled out.
+        case none
+    }
+
+    /// Registrations whose throttle state changed.
+    var touched: [String] = []
+    /// Windows holding folded changes, by when they end.
+    var folding: [(id: String, end: Timestamp)] = []
+    /// Registrations whose folded changes went out (or cancelled out) now: no flush is due.
+    var settled: [String] = []
+
+    /// A change from `old` to `new` at `now`. Inside an open window it is folded. Otherwise
+    /// it goes out at once, together with what the ended window folded (its flush may not
+    /// have been applied yet), and opens a new window; the observer's own echo opens none.
+    mutating func decide(
+        _ registration: inout Registration, old: JSON, new: JSON, revision: Int, by: String?, at now: Timestamp
+    ) -> Decision {
+        touched.append(registration.id)
+        if let end = registration.windowEnd, now < end {
+            if var folded = registration.folded {
+                folded.revision = revision
+                if folded.by != by { folded.by = nil }
+                registration.folded = folded
+            } else {
+                registration.folded = FoldedChange(old: old, revision: revision, by: by)
+            }
+            folding.append((registration.id, end))
+            return .fold
+        }
+        let folded = registration.folded
+        if folded != nil {
+            registration.folded = nil
+            settled.append(registration.id)
+        }
+        let first = folded?.old ?? old
+        let writer = folded.map { $0.by == by ? by : nil } ?? by
+        registration.notifiedValue = new
+        let own = registration.skipsClient != nil && registration.skipsClient == writer
+        guard !own, folded == nil || first != new else {
+            registration.windowEnd = nil
+            return .none
+        }
+        registration.windowEnd = Timestamp(milliseconds: now.milliseconds + Int64(registration.throttle))
+        return .send(old: first, writer: writer, merged: folded != nil)
     }
 }
 

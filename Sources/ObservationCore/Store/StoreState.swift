@@ -35,6 +35,8 @@ struct StoreState: Sendable {
     var idempotency = IdempotencyTable()
     /// How answers are rendered for the keys to keep (the server's own rendering).
     let renderer: AnswerRenderer
+    /// Applying journaled commands again at start (`replay`): idempotency keys are not checked.
+    var replaying = false
     let adminLog: EventLog
     /// The id of the admin stream's last event.
     var adminLastEventID = 0
