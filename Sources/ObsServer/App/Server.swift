@@ -18,6 +18,8 @@ final class Server: Sendable {
     private let dataDirectory: DataDirectory?
     /// The cluster this node serves (nil: a single server).
     let cluster: ClusterNode?
+    /// The open streams and waiting polls.
+    private let hub: StreamHub
 
     init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
@@ -69,6 +71,7 @@ final class Server: Sendable {
                 lastRequest: { counters.lastRequest })
         }
         store.onTimerChange { timer.reschedule() }
+        hub.polls.onEarlierDeadline { timer.reschedule() }
         var builder = RouterBuilder()
         let metrics = RequestMetrics()
         ServiceAPI(
@@ -124,6 +127,7 @@ final class Server: Sendable {
         self.store = store
         self.router = router
         self.timer = timer
+        self.hub = hub
     }
 
     /// The methods that change state (a HEAD is a read: it never waits for durability).
@@ -146,9 +150,10 @@ final class Server: Sendable {
         return port
     }
 
-    /// Stops serving: ends every event stream, closes every connection, stops the timer,
-    /// then writes what is left to the data directory.
+    /// Stops serving: answers every waiting poll, ends every event stream, closes every
+    /// connection, stops the timer, then writes what is left to the data directory.
     func stop() {
+        hub.polls.stop()
         daemon.stop()
         timer.stop()
         committer?.stop()
