@@ -92,6 +92,8 @@ final class Server: Sendable {
         options.connectionMemoryLimit = config.connectionMemory
         options.peerTimeout = .seconds(config.peerTimeout)
         options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
+        let cors = config.cors
+        options.cors = cors
         let durable = committer != nil
         /// Answers a request that `refusal` (the authenticator's verdict) lets through.
         let respond: @Sendable (HTTPRequest, APIError?) -> HTTPResponse = { request, refusal in
@@ -109,6 +111,8 @@ final class Server: Sendable {
             counters.recordRequest()
             // Quiet (for idle postings) counts from the moment the answer is ready, not from arrival.
             defer { counters.recordActivity() }
+            // A CORS preflight carries no token and reads nothing: answered before both are checked.
+            if let preflight = cors?.preflight(request) { return preflight }
             // A cluster node answers a read (and a token it does not know yet) once it has applied
             // everything committed when the request arrived: read-your-writes across nodes.
             let refusal = authenticator.refusal(for: request)

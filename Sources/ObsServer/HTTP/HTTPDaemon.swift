@@ -27,6 +27,8 @@ struct HTTPDaemonOptions: Sendable {
     var onAnswer: (@Sendable (_ route: String, _ status: Int, _ seconds: Double) -> Void)?
     /// Where libmicrohttpd's own messages go (at debug level).
     var logger = Logger(label: "obs-server.http")
+    /// Cross-origin access (nil: no CORS header on any answer).
+    var cors: CORSPolicy?
 }
 
 /// The libmicrohttpd daemon, and the only Swift type that sees it.
@@ -186,6 +188,10 @@ final class HTTPDaemon: Sendable {
             authorization: header(connection, "Authorization"),
             accept: header(connection, "Accept"),
             lastEventID: header(connection, "Last-Event-ID"))
+        if options.cors != nil {
+            pending.headers.origin = header(connection, "Origin")
+            pending.headers.corsRequestMethod = header(connection, "Access-Control-Request-Method")
+        }
         if let length = header(connection, "Content-Length").flatMap(Int.init), length > options.maxBodyBytes {
             // Answering before the body is read makes libmicrohttpd close the connection afterwards: intended here.
             return queue(APIError.payloadTooLarge(limit: options.maxBodyBytes).response, connection)
@@ -303,7 +309,13 @@ final class HTTPDaemon: Sendable {
         return queue(answer, connection)
     }
 
+    /// Queues any answer: every one passes here, so every one gets the CORS headers.
     private func queue(_ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
+        var response = response
+        if let cors = options.cors {
+            // Looked up here: a stream's request headers are dropped before it is queued.
+            response.headers += cors.answerHeaders(origin: header(connection, "Origin"))
+        }
         if let body = response.stream { return queueStream(body, response, connection) }
         let created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(

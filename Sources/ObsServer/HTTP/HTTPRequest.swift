@@ -19,6 +19,9 @@ struct HTTPHeaders: Sendable {
     var authorization: String?
     var accept: String?
     var lastEventID: String?
+    /// `Origin` and `Access-Control-Request-Method` (collected only when CORS is on).
+    var origin: String?
+    var corsRequestMethod: String?
 }
 
 /// A complete HTTP request: line, the headers the service reads, query and body.
