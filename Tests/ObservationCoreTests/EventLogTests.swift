@@ -77,4 +77,33 @@ struct EventLogTests {
         #expect(got.count == 1)
         #expect(got.first?.afterID == log.lastID - 1 && got.first?.revision == revision)
     }
+
+    @Test("a waiter (a poll) is woken once by the next wake, only while nothing is visible after its cursor")
+    func waiters() {
+        let log = EventLog(label: "o", capacity: 2, gated: true)
+        let woken = Locked(0)
+        #expect(log.waitForEvents(after: 0) { woken.withLock { $0 += 1 } } != nil)
+        _ = log.append(event(1, revision: 1), batch: 1)
+        _ = log.reveal()
+        #expect(log.waitForEvents(after: 0) { woken.withLock { $0 += 1 } } != nil, "revealed, not published")
+        log.publish(through: 1)
+        #expect(log.waitForEvents(after: 0) { Issue.record("event 1 is visible") } == nil)
+        log.wake()
+        #expect(woken.withLock { $0 } == 2)
+        log.wake()
+        #expect(woken.withLock { $0 } == 2, "once: a waiter that found nothing waits again")
+        let token = log.waitForEvents(after: 1) { Issue.record("cancelled") }
+        #expect(token != nil)
+        if let token { log.cancelWait(token) }
+        log.wake()
+        // Not a stream: never cut off or counted, whatever leaves the buffer.
+        _ = log.waitForEvents(after: 1) { woken.withLock { $0 += 1 } }
+        for id in 2...5 { _ = log.append(event(id, revision: id), batch: id) }
+        _ = log.reveal()
+        log.publish(through: 5)
+        log.wake()
+        #expect(woken.withLock { $0 } == 3 && log.droppedStreams == 0)
+        #expect(log.close())
+        #expect(log.waitForEvents(after: 5) { Issue.record("closed") } == nil, "a closed log has nothing to wait for")
+    }
 }

@@ -4,10 +4,12 @@ import ObservationCore
 extension ServiceAPI {
     func registerStreams(in router: inout RouterBuilder) {
         router.on(.get, "/v1/observers/{id}/events") { request, parameters in
-            try openStream(request, observerID: parameters["id"])
+            let observerID = parameters["id"]
+            return try Self.wantsPoll(request)
+                ? poll(request, observerID: observerID) : openStream(request, observerID: observerID)
         }
         router.on(.get, "/v1/events") { request, _ in
-            try openStream(request, observerID: nil)
+            try Self.wantsPoll(request) ? poll(request, observerID: nil) : openStream(request, observerID: nil)
         }
     }
 
@@ -18,7 +20,7 @@ extension ServiceAPI {
             framing: Self.wantsNDJSON(request) ? .ndjson : .sse, commits: try request.flagQuery("commits"),
             progress: try request.flagQuery("progress"), retryMilliseconds: Int.random(in: 2_000...5_000))
         let resumeText = request.headers.lastEventID ?? request.stringQuery("lastEventId")
-        let (log, close) = try cluster.map { try clusterStream(of: observerID, $0) } ?? localStream(of: observerID)
+        let (log, close) = try streamLog(of: observerID)
         // The revision first, then the log: the replay up to its last visible event then holds
         // every event of that revision and before (`synced`).
         let settled = store.settledRevision
@@ -29,13 +31,10 @@ extension ServiceAPI {
         func reset(_ reason: String, oldestAvailable: Int, last: Int) {
             // The resume point is gone, or never was: reset, then (for an observer) the state to rebuild from.
             cursor = last
-            prelude.append(
-                Event(
-                    id: 0, name: "reset",
-                    data: JSON.object(["reason": .string(reason), "oldestAvailable": .int(oldestAvailable)]).encoded()))
+            prelude.append(.reset(reason: reason, oldestAvailable: oldestAvailable))
             if let observerID {
                 rebuild = RebuildSource { [store] after, maxBytes in
-                    store.rebuildRecords(of: observerID, after: after, maxBytes: maxBytes)
+                    store.rebuildRecords(of: observerID, after: after, maxBytes: maxBytes).map { ($0.records, $0.last) }
                 }
             }
         }
@@ -63,6 +62,13 @@ extension ServiceAPI {
     private static func wantsNDJSON(_ request: HTTPRequest) -> Bool {
         guard let accept = request.headers.accept?.lowercased() else { return false }
         return accept.contains("application/x-ndjson") && !accept.contains("text/event-stream")
+    }
+
+    /// Opens a stream on an observer's log (nil: the admin log): counted (it holds the observer's
+    /// lease, under `--max-streams`) until the closure returned with the log runs.
+    func streamLog(of observerID: String?) throws(CoreError) -> (EventLog, @Sendable () -> Void) {
+        if let cluster { return try clusterStream(of: observerID, cluster) }
+        return try localStream(of: observerID)
     }
 
     /// A single server's stream: opening and closing are commands applied here.

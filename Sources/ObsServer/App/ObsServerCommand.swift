@@ -29,6 +29,11 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "Directory of the dashboard's static files.") var publicDir: String?
     @Option(help: "Require 'Authorization: Bearer <token>' on the API.") var token: String?
     @Flag(help: "Allow listening on a non-loopback address without a token.") var allowOpen = false
+    @Option(
+        help: """
+            Let scripts from these origins use the API (comma-separated scheme://host[:port], or * for any): \
+            CORS preflights are answered and answers carry Access-Control-Allow-Origin.
+            """) var corsOrigins: String?
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
     @Option(help: "HTTP worker threads (default: usable cores).") var threads: Int?
     @Option(help: "Largest request body in bytes.") var maxBodyBytes: Int?
@@ -121,6 +126,9 @@ struct ObsServerCommand: ParsableCommand {
             config.sync = parsed
         }
         config.token = try pick(token, "token")
+        if let origins = try pick(corsOrigins, "cors-origins") {
+            config.corsOrigins = origins.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        }
         config.allowOpen =
             allowOpen || ["1", "true", "yes"].contains(environment["OBS_ALLOW_OPEN"]?.lowercased() ?? "")
         if let level = try pick(logLevel, "log-level") {

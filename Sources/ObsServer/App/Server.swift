@@ -18,6 +18,8 @@ final class Server: Sendable {
     private let dataDirectory: DataDirectory?
     /// The cluster this node serves (nil: a single server).
     let cluster: ClusterNode?
+    /// The open streams and waiting polls.
+    private let hub: StreamHub
 
     init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
@@ -69,6 +71,7 @@ final class Server: Sendable {
                 lastRequest: { counters.lastRequest })
         }
         store.onTimerChange { timer.reschedule() }
+        hub.polls.onEarlierDeadline { timer.reschedule() }
         var builder = RouterBuilder()
         let metrics = RequestMetrics()
         ServiceAPI(
@@ -89,6 +92,8 @@ final class Server: Sendable {
         options.connectionMemoryLimit = config.connectionMemory
         options.peerTimeout = .seconds(config.peerTimeout)
         options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
+        let cors = config.cors
+        options.cors = cors
         let durable = committer != nil
         /// Answers a request that `refusal` (the authenticator's verdict) lets through.
         let respond: @Sendable (HTTPRequest, APIError?) -> HTTPResponse = { request, refusal in
@@ -106,6 +111,8 @@ final class Server: Sendable {
             counters.recordRequest()
             // Quiet (for idle postings) counts from the moment the answer is ready, not from arrival.
             defer { counters.recordActivity() }
+            // A CORS preflight carries no token and reads nothing: answered before both are checked.
+            if let preflight = cors?.preflight(request) { return preflight }
             // A cluster node answers a read (and a token it does not know yet) once it has applied
             // everything committed when the request arrived: read-your-writes across nodes.
             let refusal = authenticator.refusal(for: request)
@@ -124,6 +131,7 @@ final class Server: Sendable {
         self.store = store
         self.router = router
         self.timer = timer
+        self.hub = hub
     }
 
     /// The methods that change state (a HEAD is a read: it never waits for durability).
@@ -146,9 +154,10 @@ final class Server: Sendable {
         return port
     }
 
-    /// Stops serving: ends every event stream, closes every connection, stops the timer,
-    /// then writes what is left to the data directory.
+    /// Stops serving: answers every waiting poll, ends every event stream, closes every
+    /// connection, stops the timer, then writes what is left to the data directory.
     func stop() {
+        hub.polls.stop()
         daemon.stop()
         timer.stop()
         committer?.stop()

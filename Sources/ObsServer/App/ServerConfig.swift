@@ -18,6 +18,9 @@ struct ServerConfig: Sendable {
     var publicDir = "Public"
     var token: String?
     var allowOpen = false
+    /// Origins whose scripts may read the answers (`--cors-origins a,b`, or `["*"]`); empty: no
+    /// CORS header at all.
+    var corsOrigins: [String] = []
     var logLevel = Logger.Level.info
     var threads: Int?
     var maxBodyBytes = 1_048_576
@@ -73,6 +76,9 @@ struct ServerConfig: Sendable {
             maxIdempotencyKeys: maxIdempotencyKeys, maxIdempotencyBytes: maxIdempotencyBytes)
     }
 
+    /// The cross-origin policy (nil: none; `validate()` refuses origins it cannot use).
+    var cors: CORSPolicy? { corsOrigins.isEmpty ? nil : try? CORSPolicy(origins: corsOrigins) }
+
     var effectiveMaxStringBytes: Int { maxStringBytes ?? maxBodyBytes }
     var effectiveMaxConnections: Int { maxConnections ?? maxStreams + 1024 }
 
@@ -108,6 +114,7 @@ struct ServerConfig: Sendable {
             throw ConfigError("--connection-memory must be 4096–1048576 bytes")
         }
         if maxConnectionsPerAddress < 0 { throw ConfigError("--max-connections-per-address must be 0 or more") }
+        if !corsOrigins.isEmpty { _ = try CORSPolicy(origins: corsOrigins) }
         if heartbeatInterval <= .zero || heartbeatInterval > .seconds(15) {
             throw ConfigError("--heartbeat-interval must be 1–15 seconds (the contract: at least every 15 s)")
         }

@@ -9,6 +9,9 @@ import ObservationCore
 /// daemon's worker threads once the connection is resumed, so whoever resolves does no HTTP
 /// work (the tailer only hands over an outcome). A producer that returns nil closes the
 /// connection unanswered (whether the change took effect is not known: shutdown).
+///
+/// An answer that waits on the client's behalf (a poll) asks to hear if the client hangs up
+/// meanwhile (`onHangup`): the daemon then watches the parked connection's socket.
 final class DeferredAnswer: Sendable {
     typealias Producer = @Sendable () -> HTTPResponse?
 
@@ -30,8 +33,18 @@ final class DeferredAnswer: Sendable {
     }
 
     private let phase = Locked(Phase.waiting)
+    private let hangup = Locked<Box?>(nil)
 
     init() {}
+
+    /// Asks the daemon to run `handler` (once, on another thread) if the client hangs up while
+    /// the connection is parked for this answer. Set it before the handler returns the answer.
+    func onHangup(_ handler: @escaping @Sendable () -> Void) {
+        hangup.withLock { $0 = Box(call: handler) }
+    }
+
+    /// What to run when the client hangs up while parked (nil: nothing: the daemon does not watch).
+    var hangupHandler: (@Sendable () -> Void)? { hangup.withLock { $0 }?.call }
 
     /// Provides the answer (first call only); resumes the connection if it is parked.
     func resolve(_ produce: @escaping Producer) {

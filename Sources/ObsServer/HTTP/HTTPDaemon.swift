@@ -27,6 +27,8 @@ struct HTTPDaemonOptions: Sendable {
     var onAnswer: (@Sendable (_ route: String, _ status: Int, _ seconds: Double) -> Void)?
     /// Where libmicrohttpd's own messages go (at debug level).
     var logger = Logger(label: "obs-server.http")
+    /// Cross-origin access (nil: no CORS header on any answer).
+    var cors: CORSPolicy?
 }
 
 /// The libmicrohttpd daemon, and the only Swift type that sees it.
@@ -170,10 +172,12 @@ final class HTTPDaemon: Sendable {
         daemon.options.logger.debug("libmicrohttpd: \(String(cString: message))")
     }
 
-    /// Called when a request ends (answered, or the connection died): releases its state.
-    private static let completedHandler: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+    /// Called when a request ends (answered, or the connection died, before its socket is
+    /// closed): releases its state.
+    private static let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
         guard let requestContext, let pointer = requestContext.pointee else { return }
-        Unmanaged<PendingRequest>.fromOpaque(pointer).release()
+        let pending = Unmanaged<PendingRequest>.fromOpaque(pointer).takeRetainedValue()
+        if let context { Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue().unwatch(pending) }
         requestContext.pointee = nil
     }
 
@@ -185,6 +189,10 @@ final class HTTPDaemon: Sendable {
             accept: header(connection, "Accept"),
             lastEventID: header(connection, "Last-Event-ID"), client: header(connection, "Obs-Client"),
             idempotencyKey: header(connection, "Idempotency-Key"))
+        if options.cors != nil {
+            pending.headers.origin = header(connection, "Origin")
+            pending.headers.corsRequestMethod = header(connection, "Access-Control-Request-Method")
+        }
         if let length = header(connection, "Content-Length").flatMap(Int.init), length > options.maxBodyBytes {
             // Answering before the body is read makes libmicrohttpd close the connection afterwards: intended here.
             return queue(APIError.payloadTooLarge(limit: options.maxBodyBytes).response, connection)
@@ -199,9 +207,8 @@ final class HTTPDaemon: Sendable {
             pending.deferred = nil
             held.withLock { $0 -= 1 }
             parked.withLock { $0[ObjectIdentifier(deferred)] = nil }
-            guard var answer = deferred.take()?() else { return .NO }
-            answer.route = pending.route
-            return answered(pending, answer, connection)
+            unwatch(pending)
+            return deliver(deferred.take()?(), pending, connection)
         }
         if let answer = pending.held {
             pending.held = nil
@@ -238,6 +245,8 @@ final class HTTPDaemon: Sendable {
     }
 
     /// Parks the connection until a deferred answer is known (or answers at once if it is).
+    /// A parked answer that asks for it (`DeferredAnswer.onHangup`) has its socket watched: a
+    /// client that hangs up meanwhile is heard at once.
     private func awaitAnswer(_ deferred: DeferredAnswer, _ pending: PendingRequest, _ connection: OpaquePointer)
         -> MHD_Result
     {
@@ -250,11 +259,39 @@ final class HTTPDaemon: Sendable {
         } release: {
             MHD_resume_connection(handle.pointer)
         }
-        guard let ready else { return .YES }
+        guard let ready else {
+            // Parked: libmicrohttpd serves this connection again only after we return, so the
+            // watch is in `pending` before the resumed call looks for it.
+            let socket = cmhd_connection_socket(connection)
+            if let onHangup = deferred.hangupHandler, socket >= 0,
+                let token = watcher.watch(socket, onHangup: onHangup)
+            {
+                pending.watch = (socket, token)
+            }
+            return .YES
+        }
         pending.deferred = nil
-        guard var answer = ready() else { return .NO }
+        return deliver(ready(), pending, connection)
+    }
+
+    /// Sends what a deferred answer's producer made (nil: close unanswered). The answer may be
+    /// deferred in turn: a cluster read (deferred until the node caught up) that is a poll
+    /// waiting for its first event.
+    private func deliver(_ produced: HTTPResponse?, _ pending: PendingRequest, _ connection: OpaquePointer)
+        -> MHD_Result
+    {
+        guard var answer = produced else { return .NO }
+        if answer.route != HTTPResponse.unrouted { pending.route = answer.route }
         answer.route = pending.route
+        if let next = answer.deferred { return awaitAnswer(next, pending, connection) }
         return answered(pending, answer, connection)
+    }
+
+    /// Stops watching a parked answer's socket for hang-up (before libmicrohttpd may close it).
+    private func unwatch(_ pending: PendingRequest) {
+        guard let (socket, token) = pending.watch else { return }
+        pending.watch = nil
+        watcher.unwatch(socket, token: token)
     }
 
     /// Queues a request's answer and reports its latency.
@@ -273,7 +310,13 @@ final class HTTPDaemon: Sendable {
         return queue(answer, connection)
     }
 
+    /// Queues any answer: every one passes here, so every one gets the CORS headers.
     private func queue(_ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
+        var response = response
+        if let cors = options.cors {
+            // Looked up here: a stream's request headers are dropped before it is queued.
+            response.headers += cors.answerHeaders(origin: header(connection, "Origin"))
+        }
         if let body = response.stream { return queueStream(body, response, connection) }
         let created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
@@ -425,7 +468,9 @@ private final class PendingRequest: @unchecked Sendable {
     var abandoned = false
     /// The answer that comes later, while the connection is parked for it, and its route.
     var deferred: DeferredAnswer?
-    var route = "unmatched"
+    var route = HTTPResponse.unrouted
+    /// The hang-up watcher's token for the socket, while a parked answer asks for it.
+    var watch: (socket: Int32, token: UInt64)?
     let started = ContinuousClock.now
 
     init(method: String, path: String) {

@@ -23,6 +23,9 @@ struct HTTPHeaders: Sendable {
     var client: String?
     /// `Idempotency-Key` (section 7.3).
     var idempotencyKey: String?
+    /// `Origin` and `Access-Control-Request-Method` (collected only when CORS is on).
+    var origin: String?
+    var corsRequestMethod: String?
 }
 
 /// A complete HTTP request: line, the headers the service reads, query and body.

@@ -16,7 +16,10 @@ struct HTTPResponse: Sendable {
     /// for writes that store nothing (a keepalive), so they go on while the disk refuses writes.
     var reportsDurableChange = true
     /// The route that answered (`GET /v1/objects/{id}`), for latency figures.
-    var route = "unmatched"
+    var route = unrouted
+
+    /// The route of an answer no route made.
+    static let unrouted = "unmatched"
 
     static let jsonContentType = "application/json; charset=utf-8"
 

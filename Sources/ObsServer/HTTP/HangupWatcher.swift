@@ -3,7 +3,8 @@ import Foundation
 import Logging
 import ObservationCore
 
-/// Notices event-stream clients that go away, at once and without polling.
+/// Notices event-stream clients that go away, at once and without polling (and clients of
+/// parked answers that ask for it: a poll waiting for its first event).
 ///
 /// Every stream's socket sits in one epoll set of this watcher's, for hang-up only
 /// (`EPOLLRDHUP`: the peer closed; `EPOLLHUP`/`EPOLLERR`: a reset, or TCP gave up on the

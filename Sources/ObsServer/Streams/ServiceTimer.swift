@@ -1,13 +1,14 @@
 import Foundation
 import ObservationCore
 
-/// The one timer thread: lease expiry, stream heartbeats, the notification queue and the
-/// ends of throttle windows (`flushThrottled`).
+/// The one timer thread: lease expiry, stream heartbeats, the notification queue, the ends
+/// of throttle windows (`flushThrottled`) and the end of polls' waits.
 ///
 /// It sleeps until the next deadline (the earliest lease, the next heartbeat, the
-/// moment queued `idle` postings are due); queued `asap` postings go out as soon as it wakes;
-/// `reschedule()` wakes it when a deadline may have moved earlier (the store calls it when a
-/// command moved a lease or queued a posting). No polling: an idle server wakes once per
+/// moment queued `idle` postings are due, the earliest waiting poll's deadline); queued `asap`
+/// postings go out as soon as it wakes; `reschedule()` wakes it when a deadline may have moved
+/// earlier (the store calls it when a command moved a lease or queued a posting, the hub's
+/// waiting polls when one waits less long than all the others). No polling: an idle server wakes once per
 /// heartbeat interval. What it decides to do is issued as commands (`expireLeases`,
 /// `deliverQueued`): lease deadlines and queue times are wall-clock times in the state.
 ///
@@ -102,6 +103,7 @@ final class ServiceTimer: Sendable {
             }
             var deadline = nextHeartbeat
             if decides() { deadline = min(deadline, decide()) }
+            if let poll = hub.polls.expire(now: .now) { deadline = min(deadline, poll) }
             condition.lock()
             if !state.withLock({ $0.rescheduled }), deadline > ContinuousClock.now {
                 _ = condition.wait(

@@ -96,15 +96,7 @@ struct StreamOutbox {
     private func frameHeader(_ event: Event, into bytes: inout [UInt8]) {
         bytes.removeAll(keepingCapacity: true)
         if framing == .ndjson {
-            bytes.append(UInt8(ascii: "{"))
-            if event.id > 0 {
-                bytes.append(contentsOf: "\"id\":".utf8)
-                JSONWriter.appendDecimal(event.id, to: &bytes)
-                bytes.append(UInt8(ascii: ","))
-            }
-            bytes.append(contentsOf: "\"event\":\"".utf8)
-            bytes.append(contentsOf: event.name.utf8)  // event names are plain ASCII words
-            bytes.append(contentsOf: "\",\"data\":".utf8)
+            event.appendJSONHead(to: &bytes)
             return
         }
         if event.id > 0 {

@@ -3,16 +3,18 @@
 /// in (a replica rebuilt from a checkpoint must expire leases in the same order). Its size is
 /// the number of ids with a deadline, however often they move (a keepalive per second does
 /// not grow it).
-struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
+public struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
     private var entries: [(deadline: Deadline, id: String)] = []
     /// Where each id's entry is in `entries`.
     private var positions: [String: Int] = [:]
 
-    var first: (deadline: Deadline, id: String)? { entries.first }
-    var count: Int { entries.count }
+    public init() {}
+
+    public var first: (deadline: Deadline, id: String)? { entries.first }
+    public var count: Int { entries.count }
 
     /// Sets `id`'s deadline (adding it, or moving it earlier or later).
-    mutating func schedule(_ id: String, at deadline: Deadline) {
+    public mutating func schedule(_ id: String, at deadline: Deadline) {
         if let index = positions[id] {
             entries[index].deadline = deadline
             siftUp(index)
@@ -25,7 +27,7 @@ struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
     }
 
     /// Removes `id`'s deadline, if it has one.
-    mutating func cancel(_ id: String) {
+    public mutating func cancel(_ id: String) {
         guard let index = positions.removeValue(forKey: id) else { return }
         let last = entries.count - 1
         if index != last {
@@ -40,7 +42,7 @@ struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
     }
 
     /// Removes and returns the earliest deadline.
-    mutating func popFirst() -> (deadline: Deadline, id: String)? {
+    public mutating func popFirst() -> (deadline: Deadline, id: String)? {
         guard let top = entries.first else { return nil }
         cancel(top.id)
         return top

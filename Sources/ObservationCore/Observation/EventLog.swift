@@ -89,6 +89,10 @@ public final class EventLog: Sendable {
         var wakePending = false
         /// The outbox batch that last appended here (see `append`).
         var batch = -1
+        /// One-shot wake-ups of readers that are not streams (a poll waiting for its first
+        /// event): run, and dropped, at the next `wake()`.
+        var waiters: [(token: Int, wake: @Sendable () -> Void)] = []
+        var nextWaiterToken = 1
 
         /// The id of the oldest event held (lastID + 1 when empty).
         var oldestID: Int { lastID - events.count + 1 }
@@ -221,15 +225,39 @@ public final class EventLog: Sendable {
     /// Runs every attached stream's waker, and the aborts of streams cut off since the last
     /// call (call after releasing the store's lock).
     public func wake() {
-        let (wakers, aborts) = state.withLock { state in
+        let (wakers, aborts, waiters) = state.withLock { state in
             defer {
                 state.cutOff.removeAll()
+                state.waiters.removeAll()
                 state.wakePending = false
             }
-            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort))
+            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
         }
         for abort in aborts { abort() }
         for wake in wakers { wake() }
+        for wake in waiters { wake() }
+    }
+
+    /// Runs `wake` once, after the log's lock is released, at the next `wake()` (the log has
+    /// something new to show, or it closed); then it is dropped: a waiter that finds nothing new
+    /// waits again. Returns nil, and never runs `wake`, when an event after `cursor` is visible
+    /// already or the log is closed with every event visible: checked under the lock that `wake()` takes, so no wake-up is
+    /// lost. Otherwise the token to `cancelWait` with. For readers that are not streams: a
+    /// waiter has no cursor in the log, so it is never cut off, counted or handed barriers.
+    public func waitForEvents(after cursor: Int, _ wake: @escaping @Sendable () -> Void) -> Int? {
+        state.withLock { state in
+            let visible = min(state.showableID, state.lastID)
+            if visible > cursor || (state.closed && visible == state.lastID) { return nil }
+            let token = state.nextWaiterToken
+            state.nextWaiterToken += 1
+            state.waiters.append((token, wake))
+            return token
+        }
+    }
+
+    /// Drops a waiter that has not run yet (it gave up: its wait ran out).
+    public func cancelWait(_ token: Int) {
+        state.withLock { state in state.waiters.removeAll { $0.token == token } }
     }
 
     // MARK: - Reading

@@ -116,16 +116,19 @@ extension Store {
     /// What a client that fell out of the replay buffer needs to rebuild its state: one
     /// `change` record with `"initial": true` and the current value per registration (no ids),
     /// in registration order. One batch at a time: the registrations after the one with
-    /// sequence `after`, until the records reach `maxBytes` (at least one). Returns the
-    /// records and the sequence of the last, or nil when no registration follows `after`.
-    public func rebuildRecords(of observerID: String, after: Int, maxBytes: Int) -> (records: [Event], last: Int)? {
+    /// sequence `after`, until the records reach `maxBytes` (at least one) or number `limit`.
+    /// Returns the records, the sequence of the last, and whether more registrations follow
+    /// it; nil when no registration follows `after`.
+    public func rebuildRecords(of observerID: String, after: Int, maxBytes: Int, limit: Int = .max)
+        -> (records: [Event], last: Int, more: Bool)?
+    {
         state.withLock { state in
             let pending = state.registrations.owned(by: observerID).filter { $0.sequence > after }
             guard !pending.isEmpty else { return nil }
             var records: [Event] = []
             var bytes = 0
             for registration in pending {
-                if !records.isEmpty, bytes >= maxBytes { break }
+                if !records.isEmpty, bytes >= maxBytes || records.count >= limit { break }
                 var record = ChangeRecord(revision: state.revision)
                 record.flag = .initial
                 record.new = (try? state.graph.read(registration.keyPath, of: registration.objectID)) ?? .null
@@ -134,7 +137,7 @@ extension Store {
                 bytes += event.heldBytes
                 records.append(event)
             }
-            return (records, pending[records.count - 1].sequence)
+            return (records, pending[records.count - 1].sequence, records.count < pending.count)
         }
     }
 
