@@ -6,7 +6,7 @@ import ObservationCore
 /// text that does not parse (400 `invalidJSON`), a string over the limit (413
 /// `payloadTooLarge`), a value that is not an
 /// object, and members not in `allowed` (400 `invalidRequest`, with a
-/// did-you-mean). An empty body reads as `{}`.
+/// did-you-mean). An empty body reads as `{}` (one of only white space is not JSON).
 struct JSONBody {
     let members: JSONObject
 
@@ -14,7 +14,7 @@ struct JSONBody {
         if let contentType = request.headers.contentType, !Self.isJSON(contentType) {
             throw APIError.unsupportedMediaType(contentType)
         }
-        if request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+        if request.body.isEmpty {
             members = [:]
             return
         }
