@@ -270,7 +270,10 @@ window.recordingFetch = async (url, init = {}) => {
 """
 
 
-def start_recording_client(browser):
+def start_recording_client(server_factory, browser):
+    """A fresh server and a page whose client records (and can disturb) its requests; returns the server."""
+    server = server_factory().start()
+    open_page(browser, server)
     run(browser, RECORDING_FETCH + """
         const client = new obs.ObsClient({ fetch: recordingFetch, name: "tab-1" });
         await client.createObject({ id: "acct-1", values: { balance: 1 } });
@@ -279,12 +282,11 @@ def start_recording_client(browser):
         Object.assign(window, { client }, record(observer));
     """)
     until(browser, "seen.synced.length === 1")
+    return server
 
 
 def test_writes_send_obs_client_and_an_idempotency_key_kept_across_retries(server_factory, browser):
-    server = server_factory().start()
-    open_page(browser, server)
-    start_recording_client(browser)
+    server = start_recording_client(server_factory, browser)
     run(browser, "trouble.PUT = 'lose'; trouble.PATCH = '503';")
     put = run(browser, "return client.setValue('acct-1', 'balance', 2)")
     patch = run(browser, "return client.patch('acct-1', { balance: 3 })")
@@ -321,9 +323,7 @@ def test_writes_send_obs_client_and_an_idempotency_key_kept_across_retries(serve
 
 
 def test_a_write_retried_after_a_lost_answer_is_applied_once(server_factory, browser):
-    server = server_factory().start()
-    open_page(browser, server)
-    start_recording_client(browser)
+    start_recording_client(server_factory, browser)
     run(browser, "trouble.PUT = 'lose'")
     answer = run(browser, "return client.setValue('acct-1', 'balance', 2)")
     run(browser, "await client.setValue('acct-1', 'balance', 3)")
@@ -336,9 +336,7 @@ def test_a_write_retried_after_a_lost_answer_is_applied_once(server_factory, bro
 
 
 def test_records_name_the_client_whose_write_caused_them(server_factory, browser):
-    server = server_factory().start()
-    open_page(browser, server)
-    start_recording_client(browser)
+    server = start_recording_client(server_factory, browser)
     run(browser, "await client.setValue('acct-1', 'balance', 2)")
     server.request("PUT", "/v1/objects/acct-1/values/balance", {"value": 3})  # no Obs-Client
     until(browser, "stream.value('acct-1', 'balance') === 3")

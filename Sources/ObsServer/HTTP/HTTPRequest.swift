@@ -69,10 +69,16 @@ enum PercentDecoding {
             guard start < bytes.count else { return [] }
             var segments: [String] = []
             segments.reserveCapacity(8)
-            for index in start...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
-                let segment = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-                segments.append(segment.utf8.contains(UInt8(ascii: "%")) ? decode(segment) : segment)
-                start = index + 1
+            var escaped = false  // the segment holds a `%`: decode it
+            for index in start...bytes.count {
+                guard index < bytes.count, bytes[index] != UInt8(ascii: "/") else {
+                    let segment = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                    segments.append(escaped ? decode(segment) : segment)
+                    start = index + 1
+                    escaped = false
+                    continue
+                }
+                escaped = escaped || bytes[index] == UInt8(ascii: "%")
             }
             return segments
         }
