@@ -100,6 +100,12 @@ int cmhd_connection_socket(struct MHD_Connection *connection) {
     return info == NULL ? -1 : info->connect_fd;
 }
 
+int cmhd_listen_socket(struct MHD_Daemon *daemon) {
+    // Why: MHD_get_daemon_info is variadic.
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    return info == NULL ? -1 : info->listen_fd;
+}
+
 uint16_t cmhd_bound_port(struct MHD_Daemon *daemon) {
     // Why: MHD_get_daemon_info is variadic.
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);

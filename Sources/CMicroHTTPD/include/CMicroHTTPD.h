@@ -43,6 +43,9 @@ int cmhd_connection_socket(struct MHD_Connection *_Nonnull connection);
 /// The port the daemon listens on (useful after binding port 0).
 uint16_t cmhd_bound_port(struct MHD_Daemon *_Nonnull daemon);
 
+/// The daemon's listening socket (-1 if it has none).
+int cmhd_listen_socket(struct MHD_Daemon *_Nonnull daemon);
+
 /// Creates a response whose body is produced by `reader` (an event stream).
 struct MHD_Response *_Nullable cmhd_create_stream_response(size_t block_size,
                                                            MHD_ContentReaderCallback _Nonnull reader,

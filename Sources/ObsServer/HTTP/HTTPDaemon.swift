@@ -97,6 +97,10 @@ final class HTTPDaemon: Sendable {
                 throw HTTPDaemonError(message: "cannot listen on \(options.host):\(options.port): \(reason)")
             }
             handle = DaemonHandle(pointer: started)
+            // Accepted sockets inherit the listening socket's keep-alive and TCP_USER_TIMEOUT
+            // (Linux): set once here, not with five calls per stream.
+            let listening = cmhd_listen_socket(started)
+            if listening >= 0 { watcher.configure(socket: listening) }
             watcher.start()
             return cmhd_bound_port(started)
         }
@@ -340,10 +344,7 @@ final class HTTPDaemon: Sendable {
             body: body, socket: socket, suspend: { MHD_suspend_connection(handle.pointer) },
             resume: { MHD_resume_connection(handle.pointer) })
         var watch: UInt64?
-        if socket >= 0 {
-            watcher.configure(socket: socket)
-            watch = watcher.watch(socket) { [weak stream] in stream?.abort() }
-        }
+        if socket >= 0 { watch = watcher.watch(socket) { [weak stream] in stream?.abort() } }
         let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self, watch: watch)).toOpaque()
         guard
             let created = cmhd_create_stream_response(

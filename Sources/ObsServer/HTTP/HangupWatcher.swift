@@ -14,7 +14,8 @@ import ObservationCore
 /// server's watcher thread sleeps: no timer, no CPU.
 ///
 /// Peers that vanish without a word (a pulled cable) are found by TCP itself: stream
-/// sockets get keep-alive probes and `TCP_USER_TIMEOUT` (`configure(socket:)`), so a
+/// sockets get keep-alive probes and `TCP_USER_TIMEOUT` (`configure(socket:)` on the
+/// listening socket, which every accepted socket inherits), so a
 /// keep-alive write that nobody acknowledges fails the socket after `peerTimeout`, which
 /// the watcher then reports like any other hang-up.
 ///
@@ -76,8 +77,9 @@ final class HangupWatcher: Sendable {
         finished.wait()
     }
 
-    /// Sets a stream socket's TCP keep-alive (probes after half the peer timeout of silence)
-    /// and `TCP_USER_TIMEOUT` (data unacknowledged for the peer timeout fails the socket).
+    /// Sets a socket's TCP keep-alive (probes after half the peer timeout of silence) and
+    /// `TCP_USER_TIMEOUT` (data unacknowledged for the peer timeout fails the socket). Set on
+    /// the listening socket: every accepted socket inherits them (Linux copies them on accept).
     func configure(socket: Int32) {
         let timeout = max(1, Int32(peerTimeout.components.seconds))
         for (level, option, value) in [
