@@ -32,11 +32,12 @@ struct DeadlineHeapTests {
         #expect(popped == ids)
     }
 
-    @Test("one entry per id, however often it is scheduled")
+    @Test("one deadline per id, however often it is scheduled, and memory to match")
     func bounded() {
         var heap = DeadlineHeap<Int>()
         for step in 0..<10_000 { heap.schedule("id\(step % 7)", at: 10_000 - step) }
         #expect(heap.count == 7)
+        #expect(heap.stored <= 2 * 7 + 16, "stale entries are dropped")
         var previous = Int.min
         while let next = heap.popFirst() {
             #expect(next.deadline >= previous)

@@ -44,7 +44,8 @@ fileprivate struct Route: Sendable {
     /// what is wrong with the name (400). (Swift compares strings by canonical equivalence:
     /// without this, a KELVIN SIGN would name the object `K`.)
     static func isParameter(_ segment: String) -> Bool {
-        !segment.isEmpty && segment.utf8.allSatisfy { (0x20...0x7E).contains($0) }
+        var segment = segment
+        return segment.withUTF8 { bytes in !bytes.isEmpty && bytes.allSatisfy { (0x20...0x7E).contains($0) } }
     }
 
     let method: HTTPMethod
@@ -63,26 +64,20 @@ fileprivate struct Route: Sendable {
     }
 
     func match(_ parts: [String]) -> RouteParameters? {
+        // Literals first: most routes are ruled out without building parameters.
+        for (segment, part) in zip(segments, parts) {
+            if case .literal(let literal) = segment, literal != part { return nil }
+        }
         var parameters = RouteParameters()
         for (segment, part) in zip(segments, parts) {
-            switch segment {
-            case .literal(let literal): if literal != part { return nil }
-            case .parameter(let name):
-                guard Self.isParameter(part) else { return nil }
-                parameters.values.append((name, part))
-            }
+            guard case .parameter(let name) = segment else { continue }
+            guard Self.isParameter(part) else { return nil }
+            parameters.values.append((name, part))
         }
         return parameters
     }
 }
 
-/// Dispatches requests to handlers; answers 404 and 405 (with `Allow`) itself,
-/// and turns every thrown error into the contract's JSON error body.
-///
-/// Routes match the request's decoded segments (`HTTPRequest.segments`), so a parameter is
-/// always exactly one segment: `%2F` inside it never reaches another route.
-///
-/// Immutable and `Sendable`: built once before the server starts.
 struct Router: Sendable {
     fileprivate let routes: [Int: [Route]]
     let fallback: RouteHandler?

@@ -1,59 +1,70 @@
 /// A min-heap of deadlines, at most one per id: scheduling an id again moves its deadline,
 /// and cancelling removes it. Equal deadlines come out in id order, whatever order they went
-/// in (a replica rebuilt from a checkpoint must expire leases in the same order). Its size is
-/// the number of ids with a deadline, however often they move (a keepalive per second does
-/// not grow it).
+/// in (a replica rebuilt from a checkpoint must expire leases in the same order).
+///
+/// Moving or cancelling leaves the old entry in the heap, stale, instead of finding and
+/// re-sifting it: both cost one dictionary update (a stream opening cancels its observer's
+/// lease, and sifting with a position table rehashed ids at every level). Stale entries are
+/// dropped when they reach the top, which is always live; when they outnumber the live ones
+/// the heap is rebuilt, so its size stays within twice the ids with a deadline (plus a few)
+/// however often they move (a keepalive per second does not grow it).
 public struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
+    /// The heap, by (deadline, id); an entry whose deadline is no longer its id's is stale.
     private var entries: [(deadline: Deadline, id: String)] = []
-    /// Where each id's entry is in `entries`.
-    private var positions: [String: Int] = [:]
+    /// Each id's deadline now.
+    private var live: [String: Deadline] = [:]
 
     public init() {}
 
     public var first: (deadline: Deadline, id: String)? { entries.first }
-    public var count: Int { entries.count }
+    public var count: Int { live.count }
+    /// Entries held, stale ones included (at most twice `count`, plus 16).
+    var stored: Int { entries.count }
 
     /// Sets `id`'s deadline (adding it, or moving it earlier or later).
     public mutating func schedule(_ id: String, at deadline: Deadline) {
-        if let index = positions[id] {
-            entries[index].deadline = deadline
-            siftUp(index)
-            siftDown(positions[id] ?? index)
-        } else {
-            entries.append((deadline, id))
-            positions[id] = entries.count - 1
-            siftUp(entries.count - 1)
-        }
+        guard live.updateValue(deadline, forKey: id) != deadline else { return }
+        entries.append((deadline, id))
+        siftUp(entries.count - 1)
+        settle()
     }
 
     /// Removes `id`'s deadline, if it has one.
     public mutating func cancel(_ id: String) {
-        guard let index = positions.removeValue(forKey: id) else { return }
-        let last = entries.count - 1
-        if index != last {
-            entries.swapAt(index, last)
-            positions[entries[index].id] = index
-        }
-        entries.removeLast()
-        if index < entries.count {
-            siftUp(index)
-            siftDown(index)
-        }
+        guard live.removeValue(forKey: id) != nil else { return }
+        settle()
     }
 
     /// Removes and returns the earliest deadline.
     public mutating func popFirst() -> (deadline: Deadline, id: String)? {
         guard let top = entries.first else { return nil }
-        cancel(top.id)
+        live[top.id] = nil
+        removeTop()
+        settle()
         return top
+    }
+
+    /// Keeps the top live, and the stale entries no more than the live ones.
+    private mutating func settle() {
+        while let top = entries.first, live[top.id] != top.deadline { removeTop() }
+        guard entries.count > 2 * live.count + 16 else { return }
+        // A sorted array is a heap; sorting by the heap's own order keeps it deterministic.
+        entries = live.map { (deadline: $0.value, id: $0.key) }.sorted(by: Self.precedes)
+    }
+
+    private mutating func removeTop() {
+        let last = entries.removeLast()
+        guard !entries.isEmpty else { return }
+        entries[0] = last
+        siftDown(0)
     }
 
     private mutating func siftUp(_ start: Int) {
         var child = start
         while child > 0 {
             let parent = (child - 1) / 2
-            guard precedes(entries[child], entries[parent]) else { break }
-            swap(child, parent)
+            guard Self.precedes(entries[child], entries[parent]) else { break }
+            entries.swapAt(child, parent)
             child = parent
         }
     }
@@ -64,22 +75,16 @@ public struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
             let left = 2 * parent + 1
             let right = left + 1
             var smallest = parent
-            if left < entries.count, precedes(entries[left], entries[smallest]) { smallest = left }
-            if right < entries.count, precedes(entries[right], entries[smallest]) { smallest = right }
+            if left < entries.count, Self.precedes(entries[left], entries[smallest]) { smallest = left }
+            if right < entries.count, Self.precedes(entries[right], entries[smallest]) { smallest = right }
             guard smallest != parent else { return }
-            swap(parent, smallest)
+            entries.swapAt(parent, smallest)
             parent = smallest
         }
     }
 
     /// The heap's order: by deadline, then by id.
-    private func precedes(_ a: (deadline: Deadline, id: String), _ b: (deadline: Deadline, id: String)) -> Bool {
+    private static func precedes(_ a: (deadline: Deadline, id: String), _ b: (deadline: Deadline, id: String)) -> Bool {
         a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
-    }
-
-    private mutating func swap(_ a: Int, _ b: Int) {
-        entries.swapAt(a, b)
-        positions[entries[a].id] = a
-        positions[entries[b].id] = b
     }
 }
