@@ -26,6 +26,8 @@ export interface ClientOptions {
   name?: string;
   /** Retries after a network error or a 503 (default 3). Writes are retried with the same Idempotency-Key. */
   retries?: number;
+  /** How long a request waits for its answer before it counts as lost and is retried (default 30000 ms). */
+  timeoutMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -138,7 +140,8 @@ export interface StreamOptions {
 export class EventStream {
   constructor(client: ObsClient, path: string, options?: StreamOptions);
   readonly state: StreamState;
-  /** The id of the last event delivered (null before the first). */
+  /** The id of the last event received, which a resume continues after (null before the first);
+   *  events of a revision whose commit has not come yet may be received but not yet delivered. */
   readonly lastEventId: number | null;
   /** `"object/keyPath"` → the latest value the stream has told. */
   readonly view: Map<string, JSONValue>;
@@ -177,6 +180,7 @@ export class ObsClient {
   token: string | null | (() => string | null | undefined);
   name: string;
   retries: number;
+  timeoutMs: number;
   fetch: typeof fetch;
   headers(token?: string | null): Record<string, string>;
   /** One request: the answer's JSON (null for 204), or a rejected ObsError. */

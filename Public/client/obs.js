@@ -81,13 +81,17 @@ export class ObsClient {
    * @param {string|(() => string|null)} [options.token]  the service token (or a function giving it)
    * @param {string} [options.name]  this client's name, sent as `Obs-Client` (default: random)
    * @param {number} [options.retries]  how often a request is retried after a network error or a 503
+   * @param {number} [options.timeoutMs]  how long a request may wait for its answer before it is retried (30000)
    * @param {typeof fetch} [options.fetch]  the fetch to use (tests wrap it)
    */
-  constructor({ base = "", token = null, name = randomID(), retries = 3, fetch = globalThis.fetch } = {}) {
+  constructor({
+    base = "", token = null, name = randomID(), retries = 3, timeoutMs = 30000, fetch = globalThis.fetch,
+  } = {}) {
     this.base = base;
     this.token = token;
     this.name = name;
     this.retries = retries;
+    this.timeoutMs = timeoutMs;
     this.fetch = (...args) => fetch(...args); // not `this.fetch = fetch`: window.fetch refuses another `this`
   }
 
@@ -113,7 +117,8 @@ export class ObsClient {
     for (let attempt = 0; ; attempt++) {
       let response;
       try {
-        response = await this.fetch(this.base + path, init);
+        // A request that hangs is a lost answer too: retried (with the same key) after the timeout.
+        response = await this.fetch(this.base + path, { ...init, signal: AbortSignal.timeout(this.timeoutMs) });
       } catch (error) {
         if (attempt >= this.retries) {
           throw new ObsError(0, "network", `the server cannot be reached (${error.message})`);
@@ -293,12 +298,15 @@ export class EventStream {
     this.controller = controller;
     this.setState(this.lastEventId === null && this.state === "closed" ? "connecting" : "reconnecting");
     this.rebuild = null; // a rebuild cut short starts again: the server repeats the reset
-    const headers = { ...this.client.headers(this.token), Accept: "text/event-stream" };
-    if (this.lastEventId !== null) headers["Last-Event-ID"] = String(this.lastEventId);
     let wait = null;
+    // An answer that does not come is a dead connection too.
+    const connecting = setTimeout(() => controller.abort(), this.idleTimeoutMs);
     try {
+      const headers = { ...this.client.headers(this.token), Accept: "text/event-stream" };
+      if (this.lastEventId !== null) headers["Last-Event-ID"] = String(this.lastEventId);
       const url = this.client.base + this.path + (this.commits ? "?commits=1" : "");
       const response = await this.client.fetch(url, { headers, signal: controller.signal, cache: "no-store" });
+      clearTimeout(connecting);
       if (!response.ok) await decode(response);
       await this.read(response.body, controller);
     } catch (error) {
@@ -309,11 +317,14 @@ export class EventStream {
         return;
       }
       wait = error.retryAfter;
+    } finally {
+      clearTimeout(connecting);
     }
     if (controller !== this.controller) return;
     // The stream ended or broke: resume from the last event seen, after a pause.
     this.controller = null;
     this.setState("reconnecting");
+    if (this.state === "closed") return; // a handler closed it
     const delay = Math.max(wait ?? 0, backoff(this.retryMs, this.failures++, this.maxRetryMs));
     this.timer = setTimeout(() => this.connect(), delay);
   }
@@ -349,8 +360,8 @@ export class EventStream {
           const text = colon < 0 ? "" : line.slice(colon + (line[colon + 1] === " " ? 2 : 1));
           if (field === "data") frame.data.push(text);
           else if (field === "event") frame.event = text;
-          else if (field === "id") frame.id = Number(text);
-          else if (field === "retry" && /^\d+$/.test(text)) this.retryMs = Number(text);
+          else if (field === "id" && /^\d+$/.test(text)) frame.id = Number(text);
+          else if (field === "retry" && /^\d+$/.test(text)) this.retryMs = Math.max(1000, Number(text));
         }
       }
     } finally {
@@ -364,20 +375,26 @@ export class EventStream {
       if (this.lastEventId !== null && id <= this.lastEventId) return; // already delivered
       this.lastEventId = id;
     }
-    const data = JSON.parse(text);
+    let data;
+    try {
+      data = JSON.parse(text);
+    } catch (error) {
+      (globalThis.reportError ?? console.error)(error); // not this server's: skip it, keep the stream
+      return;
+    }
     if (event === "reset") {
       this.pending = []; // a revision cut short: the rebuild covers it
       this.rebuild = [];
       this.emit("onReset", data);
     } else if (event === "synced") {
-      if (this.rebuild) {
-        // The rebuild is whole and covers every event up to the server's `lastEventId`: resuming from
-        // there needs no second rebuild. (Lower than ours after a reset "unknown": the server's counts.)
-        this.lastEventId = data.lastEventId;
-        this.deliver({ revision: data.revision, events: this.rebuild, rebuild: true });
-      }
+      // After a rebuild, the server's `lastEventId` is what it covers: resuming from there needs no
+      // second rebuild (lower than ours after a reset "unknown": the server's count). Without any id
+      // yet, it is where this stream starts: a resume from there cannot skip events silently.
+      if (this.rebuild || this.lastEventId === null) this.lastEventId = data.lastEventId;
+      if (this.rebuild) this.deliver({ revision: data.revision, events: this.rebuild, rebuild: true });
       this.rebuild = null;
-      if (this.pending.length) this.deliver({ revision: data.revision, events: this.pending });
+      this.flush();
+      if (this.state === "closed") return; // a handler closed it
       this.failures = 0;
       this.setState("live");
       this.emit("onSynced", data);
@@ -388,10 +405,17 @@ export class EventStream {
     } else if (this.rebuild) {
       this.rebuild.push({ event, id, data });
     } else {
+      // A revision whose commit was lost with its connection is whole once another one starts.
+      if (data.revision !== undefined && this.pending[0]?.data.revision !== data.revision) this.flush();
       this.pending.push({ event, id, data });
       // Without commits, or for an event no commit will follow, a batch of one.
       if (!this.commits || data.revision === undefined) this.deliver({ revision: data.revision, events: this.pending });
     }
+  }
+
+  /** Hands over the events received since the last batch, as one (their revision's). */
+  flush() {
+    if (this.pending.length) this.deliver({ revision: this.pending[0].data.revision, events: this.pending });
   }
 
   /** Hands a batch over: the view first, then `onBatch`, then each event's handlers. */

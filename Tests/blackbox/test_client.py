@@ -201,6 +201,29 @@ def test_a_kill_and_restart_loses_no_acknowledged_write_and_repeats_none(server_
     assert browser.execute_script("return seen.errors") == []
 
 
+def test_a_stream_that_saw_no_event_yet_resumes_from_where_it_started(server_factory, browser):
+    server = server_factory().start()
+    assert server.request("POST", "/v1/objects", {"id": "acct-1", "values": {"a": 0}})[0] == 201
+    open_page(browser, server)
+    run(browser, """
+        const client = new obs.ObsClient();
+        const observer = await client.createObserver({ replay: 4 });
+        await observer.observe("acct-1", ["a"], { options: ["new"] });
+        Object.assign(window, { client }, record(observer));
+    """)
+    until(browser, "seen.synced.length === 1")
+    # synced {lastEventId: 0}: the stream starts after id 0, though it has not received an event.
+    assert browser.execute_script("stream.close(); return stream.lastEventId") == 0
+    for value in range(1, 11):
+        assert server.request("PUT", "/v1/objects/acct-1/values/a", {"value": value})[0] == 200
+    browser.execute_script("stream.open()")
+    until(browser, "seen.synced.length === 2 && stream.state === 'live'")
+    # Events 1-6 left the buffer while it was away: a reset and the rebuild, never a silent gap.
+    resets = browser.execute_script("return seen.resets")
+    assert len(resets) == 1 and resets[0]["reason"] == "gap"
+    assert browser.execute_script("return Object.fromEntries(stream.view)") == {"acct-1/a": 10}
+
+
 def test_a_resume_past_the_replay_buffer_rebuilds_the_view_from_the_reset(server_factory, browser):
     server = server_factory().start()
     assert server.request("POST", "/v1/objects", {"id": "acct-1", "values": {"a": 0, "b": 0}})[0] == 201
