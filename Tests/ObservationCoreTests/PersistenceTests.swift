@@ -199,11 +199,16 @@ struct PersistenceTests {
             }
             return ContinuousClock.now - started
         }
-        let first = try rounds(1...2_000)
+        // The fastest of five blocks of 400, at the start and at the end: a block the scheduler
+        // interrupts (the other suites run alongside) does not count, a slower signal does.
+        func fastestBlock(from start: Int) throws -> Duration {
+            try (0..<5).map { block in try rounds(start + block * 400...start + block * 400 + 399) }.min()!
+        }
+        let first = try fastestBlock(from: 1)
         _ = try rounds(2_001...18_000)
-        let last = try rounds(18_001...20_000)
+        let last = try fastestBlock(from: 18_001)
         #expect(signals.withLock { $0 } == 20_001)
-        #expect(last < first * 3 + .milliseconds(50), "first 2,000: \(first), last 2,000: \(last)")
+        #expect(last < first * 3 + .milliseconds(10), "first: \(first), last: \(last) (the fastest 400 of each)")
     }
 
     @Test("an in-memory store keeps no journal and shows events at once")
