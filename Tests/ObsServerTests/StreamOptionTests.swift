@@ -176,7 +176,7 @@ struct StreamOptionTests {
         let stream = EventStream(
             log: log, cursor: 0, prelude: [], rebuild: nil, replayEnd: replayEnd,
             options: StreamOptions(framing: .ndjson, progress: true), counters: StreamCounters(),
-            settledRevision: { settled }, onFinish: { _ in })
+            revisions: FixedRevision(settled), onFinish: { _ in })
         stream.start(StreamControl(wake: {}, abort: {}))
         return stream
     }
@@ -226,4 +226,10 @@ struct StreamOptionTests {
         stream.heartbeat()
         #expect(drain(stream) == [#"{"event":"progress","data":{"revision":9}}"#], "not the settled 2")
     }
+}
+
+/// A settled revision that stays where a test puts it.
+private final class FixedRevision: SettledRevisions {
+    let settledRevision: Int
+    init(_ revision: Int) { settledRevision = revision }
 }

@@ -48,7 +48,7 @@ extension ServiceAPI {
         let stream = EventStream(
             log: log, cursor: cursor, prelude: prelude, rebuild: rebuild,
             replayEnd: ReplayEnd(lastEventID: max(cursor, visible), revision: settled), options: options,
-            counters: hub.counters, settledRevision: { [store] in store.settledRevision }
+            counters: hub.counters, revisions: store
         ) {
             [hub] stream in
             hub.remove(stream)

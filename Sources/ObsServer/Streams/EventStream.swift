@@ -12,6 +12,14 @@ struct StreamOptions: Sendable {
     var retryMilliseconds = 3_000
 }
 
+/// Where a stream reads the settled revision from (`Store`; a fixed one in tests).
+protocol SettledRevisions: AnyObject, Sendable {
+    /// The revision through which every log shows all its events.
+    var settledRevision: Int { get }
+}
+
+extension Store: SettledRevisions {}
+
 /// Where a new stream's replay ends: it sends `synced` once it has every event up to
 /// `lastEventID`, which holds every event of revisions up to `revision`.
 struct ReplayEnd: Sendable {
@@ -67,21 +75,22 @@ final class EventStream: StreamBody {
     private let counters: StreamCounters
     private let options: StreamOptions
     private let replayEnd: ReplayEnd
-    /// The revision through which every log shows all its events (`Store.settledRevision`).
-    private let settledRevision: @Sendable () -> Int
+    /// The revision through which every log shows all its events (`Store.settledRevision`):
+    /// a reference, not a closure (a closure's context is an allocation per stream).
+    private let revisions: any SettledRevisions
 
     /// A stream that first sends `prelude` (a `reset`), then `rebuild`'s records, then the log
     /// after `cursor`, with `synced` once it has everything up to `replayEnd`.
     init(
         log: EventLog, cursor: Int, prelude: [Event], rebuild: RebuildSource?, replayEnd: ReplayEnd,
-        options: StreamOptions, counters: StreamCounters, settledRevision: @escaping @Sendable () -> Int,
+        options: StreamOptions, counters: StreamCounters, revisions: any SettledRevisions,
         onFinish: @escaping @Sendable (EventStream) -> Void
     ) {
         self.log = log
         self.counters = counters
         self.options = options
         self.replayEnd = replayEnd
-        self.settledRevision = settledRevision
+        self.revisions = revisions
         self.onFinish = onFinish
         var initial = State(cursor: cursor, outbox: StreamOutbox(framing: options.framing), rebuild: rebuild)
         if options.framing == .sse {
@@ -106,7 +115,9 @@ final class EventStream: StreamBody {
                 counters.dropped.add(1, ordering: .relaxed)
                 control.abort()
             },
-            barrier: { [weak self] afterID, revision in self?.addBarrier(after: afterID, revision: revision) })
+            // Strong: the log lets go of its readers when the stream detaches (`finish`) or is
+            // cut off, and a weak reference would cost a side table per stream.
+            barrier: { afterID, revision in self.addBarrier(after: afterID, revision: revision) })
         let token = log.attach(cursor: cursor, reader: reader)
         state.withLock { $0.token = token }
     }
@@ -136,7 +147,7 @@ final class EventStream: StreamBody {
             return nil
         }
         // Read before looking at the log: what it then shows holds every event up to it.
-        let settled = options.progress && state.heartbeatDue ? settledRevision() : 0
+        let settled = options.progress && state.heartbeatDue ? revisions.settledRevision : 0
         let through = state.synced ? Int.max : replayEnd.lastEventID
         switch log.read(after: state.cursor, through: through, maxBytes: Self.batchBytes, advancing: state.token) {
         case .events(let events):
