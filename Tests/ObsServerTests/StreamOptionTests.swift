@@ -175,8 +175,8 @@ struct StreamOptionTests {
     func progressStream(_ log: EventLog, replayEnd: ReplayEnd, settled: Int) -> EventStream {
         let stream = EventStream(
             log: log, cursor: 0, prelude: [], rebuild: nil, replayEnd: replayEnd,
-            options: StreamOptions(framing: .ndjson, progress: true), counters: StreamCounters(),
-            revisions: FixedRevision(settled), onFinish: { _ in })
+            options: StreamOptions(framing: .ndjson, progress: true), hub: StreamHub(),
+            revisions: FixedRevision(settled), onClose: {})
         stream.start(StreamControl(wake: {}, abort: {}))
         return stream
     }

@@ -48,12 +48,7 @@ extension ServiceAPI {
         let stream = EventStream(
             log: log, cursor: cursor, prelude: prelude, rebuild: rebuild,
             replayEnd: ReplayEnd(lastEventID: max(cursor, visible), revision: settled), options: options,
-            counters: hub.counters, revisions: store
-        ) {
-            [hub] stream in
-            hub.remove(stream)
-            close()
-        }
+            hub: hub, revisions: store, onClose: close)
         hub.add(stream)
         return .eventStream(stream, ndjson: options.framing == .ndjson)
     }

@@ -71,7 +71,10 @@ final class EventStream: StreamBody {
 
     let log: EventLog
     private let state: Locked<State>
-    private let onFinish: @Sendable (EventStream) -> Void
+    /// Where the stream is counted (its counters too); it leaves at `finish`.
+    private let hub: StreamHub
+    /// Runs once at `finish`, after the stream left the hub (the store's closeStream).
+    private let onClose: @Sendable () -> Void
     private let counters: StreamCounters
     private let options: StreamOptions
     private let replayEnd: ReplayEnd
@@ -83,15 +86,16 @@ final class EventStream: StreamBody {
     /// after `cursor`, with `synced` once it has everything up to `replayEnd`.
     init(
         log: EventLog, cursor: Int, prelude: [Event], rebuild: RebuildSource?, replayEnd: ReplayEnd,
-        options: StreamOptions, counters: StreamCounters, revisions: any SettledRevisions,
-        onFinish: @escaping @Sendable (EventStream) -> Void
+        options: StreamOptions, hub: StreamHub, revisions: any SettledRevisions,
+        onClose: @escaping @Sendable () -> Void
     ) {
         self.log = log
-        self.counters = counters
+        self.hub = hub
+        self.counters = hub.counters
         self.options = options
         self.replayEnd = replayEnd
         self.revisions = revisions
-        self.onFinish = onFinish
+        self.onClose = onClose
         var initial = State(cursor: cursor, outbox: StreamOutbox(framing: options.framing), rebuild: rebuild)
         if options.framing == .sse {
             var retry = Array("retry: ".utf8)
@@ -242,7 +246,8 @@ final class EventStream: StreamBody {
             return state.token
         }
         if let token { log.detach(token) }
-        onFinish(self)
+        hub.remove(self)
+        onClose()
     }
 
     /// Closes the connection now.
