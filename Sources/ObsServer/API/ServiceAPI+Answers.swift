@@ -71,8 +71,7 @@ extension ServiceAPI {
 }
 
 extension HTTPResponse {
-    /// The answer a client gets for a command's outcome: the one rendering of every outcome,
-    /// shared by the routes and by the determinism digest (`obs-server replay`).
+    /// `answer(outcome)` with `members` added to its JSON body (a new observer's token).
     static func answer(_ outcome: Outcome, adding members: JSONObject) -> HTTPResponse {
         var response = answer(outcome)
         for (key, value) in members { response.insertMember(key, value) }
@@ -85,6 +84,8 @@ extension HTTPResponse {
         headers = kept.headers.map { ($0.name, $0.value) }
     }
 
+    /// The answer a client gets for a command's outcome: the one rendering of every outcome,
+    /// shared by the routes and by the determinism digest (`obs-server replay`).
     static func answer(_ outcome: Outcome) -> HTTPResponse {
         switch outcome {
         case .revision(let revision):

@@ -75,7 +75,6 @@ final class EventStream: StreamBody {
     private let hub: StreamHub
     /// Runs once at `finish`, after the stream left the hub (the store's closeStream).
     private let onClose: @Sendable () -> Void
-    private let counters: StreamCounters
     private let options: StreamOptions
     private let replayEnd: ReplayEnd
     /// The revision through which every log shows all its events (`Store.settledRevision`):
@@ -91,7 +90,6 @@ final class EventStream: StreamBody {
     ) {
         self.log = log
         self.hub = hub
-        self.counters = hub.counters
         self.options = options
         self.replayEnd = replayEnd
         self.revisions = revisions
@@ -115,7 +113,7 @@ final class EventStream: StreamBody {
         }
         let reader = EventLog.Reader(
             wake: control.wake,
-            abort: { [counters] in
+            abort: { [counters = hub.counters] in
                 counters.dropped.add(1, ordering: .relaxed)
                 control.abort()
             },
@@ -163,14 +161,14 @@ final class EventStream: StreamBody {
                 state.outbox.append(event)
             }
             state.cursor = events.last?.id ?? state.cursor
-            counters.events.add(events.count, ordering: .relaxed)
+            hub.counters.events.add(events.count, ordering: .relaxed)
             state.heartbeatDue = false
             passBarriers(&state)
             return nil
         case .gap:
             // Cut off here, or already by the log (which counted it) when its next event left.
             if let token = state.token, log.detach(token, dropped: true) {
-                counters.dropped.add(1, ordering: .relaxed)
+                hub.counters.dropped.add(1, ordering: .relaxed)
             }
             state.token = nil
             return .end

@@ -36,17 +36,9 @@ extension StoreState {
                 let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
                 let governing = registration.derivedPolicy ?? policy
                 guard governing == .always || (governing == .onChange && old != new) else { return }
-                guard registration.throttle > 0 else {
-                    registration.notifiedValue = new
-                    batch.add(registration, old: old, new: new, revision: revision, toMany: toMany, by: by)
-                    return
-                }
-                let decision = windows.decide(&registration, old: old, new: new, revision: revision, by: by, at: now)
-                if case .send(let first, let writer, let merged) = decision {
-                    batch.add(
-                        registration, old: first, new: new, revision: revision, toMany: merged ? nil : toMany,
-                        by: writer, ownTail: true)
-                }
+                Self.addRecords(
+                    &registration, old: old, new: new, revision: revision, toMany: toMany, by: by, at: now,
+                    to: &batch, windows: &windows)
             }
         }
         record(windows)
@@ -101,20 +93,33 @@ extension StoreState {
             registrations.update(chosen.id) { registration, dependents in
                 let old = registration.notifiedValue
                 let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
-                guard registration.throttle > 0 else {
-                    registration.notifiedValue = new
-                    batch.add(registration, old: old, new: new, revision: revision, toMany: nil, by: by)
-                    return
-                }
-                let decision = windows.decide(&registration, old: old, new: new, revision: revision, by: by, at: now)
-                if case .send(let first, let writer, _) = decision {
-                    batch.add(
-                        registration, old: first, new: new, revision: revision, toMany: nil, by: writer, ownTail: true)
-                }
+                Self.addRecords(
+                    &registration, old: old, new: new, revision: revision, toMany: nil, by: by, at: now,
+                    to: &batch, windows: &windows)
             }
         }
         record(windows)
         emitBatch(batch)
+    }
+
+    /// The records a due change from `old` to `new` makes for `registration`: at once, or, when
+    /// it is throttled, as its window decides (folded changes go out with the first record after
+    /// the window, as one).
+    private static func addRecords(
+        _ registration: inout Registration, old: JSON, new: JSON, revision: Int, toMany: ToManyChange?, by: String?,
+        at now: Timestamp, to batch: inout RecordBatch, windows: inout ThrottleWindows
+    ) {
+        guard registration.throttle > 0 else {
+            registration.notifiedValue = new
+            batch.add(registration, old: old, new: new, revision: revision, toMany: toMany, by: by)
+            return
+        }
+        let decision = windows.decide(&registration, old: old, new: new, revision: revision, by: by, at: now)
+        if case .send(let first, let writer, let merged) = decision {
+            batch.add(
+                registration, old: first, new: new, revision: revision, toMany: merged ? nil : toMany, by: writer,
+                ownTail: true)
+        }
     }
 
     /// Keeps what throttling decided: the registrations changed (for the next checkpoint), and
