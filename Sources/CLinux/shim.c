@@ -14,6 +14,12 @@ int clinux_epoll_watch_hangup(int epfd, int fd, uint64_t token) {
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
 }
 
+int clinux_epoll_watch_writable(int epfd, int fd, uint64_t token) {
+    // Why: as above.
+    struct epoll_event event = {.events = EPOLLOUT | EPOLLONESHOT, .data.u64 = token};
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}
+
 int clinux_epoll_watch_readable(int epfd, int fd, uint64_t token) {
     // Why: as above.
     struct epoll_event event = {.events = EPOLLIN, .data.u64 = token};

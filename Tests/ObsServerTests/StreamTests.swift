@@ -124,6 +124,27 @@ struct StreamTests {
         }
     }
 
+    @Test("a client that pauses until the socket is full gets every event, whole and in order, when it reads again")
+    func pausedReader() throws {
+        // 300 events of 64 KiB (19 MiB) overfill loopback's socket buffers (at most about
+        // 10 MiB), so direct writes to the parked stream are cut short and wait for room.
+        try withServer(configure: { $0.maxReplayBytes = 64 * 1024 * 1024 }) { server, client in
+            try client.createObject("a")
+            let id = try client.createObserver(["replay": 1_000])
+            try client.observe(id, "a", "blob", options: ["new"])
+            let paused = try server.stream(id)  // reads nothing until the writes are done
+            for index in 1...300 {
+                try client.set("a", "blob", .string(String(repeating: Character("\(index % 10)"), count: 64 * 1024)))
+            }
+            let events = try paused.events(300, timeout: 30)
+            #expect(events.map(\.id) == Array(1...300))
+            for (index, event) in zip(1...300, events) {
+                #expect(event.data.contains(String(repeating: Character("\(index % 10)"), count: 64 * 1024)))
+            }
+            #expect(try client.get("/v1/observers/\(id)")["dropped"] == 0)
+        }
+    }
+
     @Test("a stream that cannot keep up is cut off and counted; the client resumes")
     func slowReader() throws {
         try withServer { server, client in

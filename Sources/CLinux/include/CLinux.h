@@ -2,7 +2,7 @@
 #define C_LINUX_H
 
 // epoll, which Swift's Glibc module does not import (sys/epoll.h is not part of it, and
-// `struct epoll_event` is packed on x86-64). Only `HangupWatcher.swift` uses this module.
+// `struct epoll_event` is packed on x86-64). Only `SocketWatcher.swift` uses this module.
 
 #include <stdint.h>
 
@@ -13,6 +13,9 @@ int clinux_epoll_create(void);
 /// EPOLLERR (reset, timed out), once (EPOLLONESHOT), never for incoming data. `token` comes back
 /// from `clinux_epoll_wait`. Returns 0, or -1 with errno set.
 int clinux_epoll_watch_hangup(int epfd, int fd, uint64_t token);
+
+/// Watches `fd` for room to write (EPOLLOUT; EPOLLHUP and EPOLLERR come too), once (EPOLLONESHOT).
+int clinux_epoll_watch_writable(int epfd, int fd, uint64_t token);
 
 /// Watches `fd` for becoming readable, level-triggered (an eventfd that interrupts waits).
 int clinux_epoll_watch_readable(int epfd, int fd, uint64_t token);

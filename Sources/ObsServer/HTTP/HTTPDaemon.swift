@@ -58,12 +58,15 @@ final class HTTPDaemon: Sendable {
     /// Deferred answers whose connections are parked (`stop()` gives up on those left).
     private let parked = Locked<[ObjectIdentifier: DeferredAnswer]>([:])
     /// Notices stream clients that hang up.
-    private let watcher: HangupWatcher
+    private let watcher: SocketWatcher
+    /// Tells a parked stream when its socket has room for the rest of a direct write.
+    private let writable: SocketWatcher
 
     init(options: HTTPDaemonOptions, handler: @escaping Handler) throws {
         self.options = options
         self.handler = handler
-        watcher = try HangupWatcher(peerTimeout: options.peerTimeout, logger: options.logger)
+        watcher = try SocketWatcher(.hangup, peerTimeout: options.peerTimeout, logger: options.logger)
+        writable = try SocketWatcher(.writable, peerTimeout: options.peerTimeout, logger: options.logger)
     }
 
     deinit {
@@ -102,6 +105,7 @@ final class HTTPDaemon: Sendable {
             let listening = cmhd_listen_socket(started)
             if listening >= 0 { watcher.configure(socket: listening) }
             watcher.start()
+            writable.start()
             return cmhd_bound_port(started)
         }
     }
@@ -125,6 +129,12 @@ final class HTTPDaemon: Sendable {
         while !streams.withLock({ $0.open.isEmpty }) || held.withLock({ $0 > 0 }), ContinuousClock.now < deadline {
             usleep(2_000)  // shutdown only: streams drain in a few milliseconds
         }
+        // A stream whose client stopped reading may still wait, parked, for room to write:
+        // libmicrohttpd must not be stopped with parked connections.
+        let stuck = streams.withLock { Array($0.open.values) }
+        for stream in stuck { stream.abort() }
+        let aborted = ContinuousClock.now + .seconds(2)
+        while !streams.withLock({ $0.open.isEmpty }), ContinuousClock.now < aborted { usleep(2_000) }
         if held.withLock({ $0 > 0 }) {
             options.gate?.abandon()
             for answer in parked.withLock({ Array($0.values) }) { answer.resolve { nil } }
@@ -133,19 +143,21 @@ final class HTTPDaemon: Sendable {
         }
         MHD_stop_daemon(handle.pointer)
         watcher.stop()
+        writable.stop()
     }
 
     // MARK: - Callbacks (C → Swift)
 
     /// Called by libmicrohttpd for the headers, for each body chunk, and once more to answer.
     private static let accessHandler: MHD_AccessHandlerCallback = {
-        context, connection, url, method, _, uploadData, uploadDataSize, requestContext in
+        context, connection, url, method, version, uploadData, uploadDataSize, requestContext in
         guard let context, let connection, let url, let method, let uploadDataSize, let requestContext else {
             return .NO
         }
         let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
         guard let pointer = requestContext.pointee else {
-            let pending = PendingRequest(method: String(cString: method), path: String(cString: url))
+            let pending = PendingRequest(
+                method: String(cString: method), path: String(cString: url), framing: streamFraming(version))
             requestContext.pointee = Unmanaged.passRetained(pending).toOpaque()
             return daemon.begin(pending, connection)
         }
@@ -268,7 +280,7 @@ final class HTTPDaemon: Sendable {
             // watch is in `pending` before the resumed call looks for it.
             let socket = cmhd_connection_socket(connection)
             if let onHangup = deferred.hangupHandler, socket >= 0,
-                let token = watcher.watch(socket, onHangup: onHangup)
+                let token = watcher.watch(socket, handler: onHangup)
             {
                 pending.watch = (socket, token)
             }
@@ -311,17 +323,27 @@ final class HTTPDaemon: Sendable {
             pending.headers = HTTPHeaders()
             pending.body = []
         }
-        return queue(answer, connection)
+        return queue(answer, connection, framing: pending.framing)
+    }
+
+    /// How libmicrohttpd frames a stream for a request of `version` (chunks from HTTP/1.1 on).
+    private static func streamFraming(_ version: UnsafePointer<CChar>?) -> StreamConnection.Framing {
+        guard let version else { return .daemonOnly }
+        if strcmp(version, "HTTP/1.1") == 0 { return .chunked }
+        if strcmp(version, "HTTP/1.0") == 0 { return .raw }
+        return .daemonOnly
     }
 
     /// Queues any answer: every one passes here, so every one gets the CORS headers.
-    private func queue(_ response: HTTPResponse, _ connection: OpaquePointer) -> MHD_Result {
+    private func queue(
+        _ response: HTTPResponse, _ connection: OpaquePointer, framing: StreamConnection.Framing = .daemonOnly
+    ) -> MHD_Result {
         var response = response
         if let cors = options.cors {
             // Looked up here: a stream's request headers are dropped before it is queued.
             response.headers += cors.answerHeaders(origin: header(connection, "Origin"))
         }
-        if let body = response.stream { return queueStream(body, response, connection) }
+        if let body = response.stream { return queueStream(body, response, connection, framing: framing) }
         let created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
                 bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
@@ -335,14 +357,15 @@ final class HTTPDaemon: Sendable {
 
     // MARK: - Event streams
 
-    private func queueStream(_ body: any StreamBody, _ response: HTTPResponse, _ connection: OpaquePointer)
-        -> MHD_Result
-    {
+    private func queueStream(
+        _ body: any StreamBody, _ response: HTTPResponse, _ connection: OpaquePointer,
+        framing: StreamConnection.Framing
+    ) -> MHD_Result {
         let handle = ConnectionHandle(pointer: connection)
         let socket = cmhd_connection_socket(connection)
         let stream = StreamConnection(
-            body: body, socket: socket, suspend: { MHD_suspend_connection(handle.pointer) },
-            resume: { MHD_resume_connection(handle.pointer) })
+            body: body, socket: socket, framing: framing, writable: writable,
+            suspend: { MHD_suspend_connection(handle.pointer) }, resume: { MHD_resume_connection(handle.pointer) })
         var watch: UInt64?
         if socket >= 0 { watch = watcher.watch(socket) { [weak stream] in stream?.abort() } }
         let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self, watch: watch)).toOpaque()
@@ -460,6 +483,8 @@ private struct ConnectionHandle: @unchecked Sendable {
 private final class PendingRequest: @unchecked Sendable {
     let method: String
     let path: String
+    /// How a stream answer would be framed (from the request's HTTP version).
+    let framing: StreamConnection.Framing
     var headers = HTTPHeaders()
     var body: [UInt8] = []
     var rejection: APIError?
@@ -474,9 +499,10 @@ private final class PendingRequest: @unchecked Sendable {
     var watch: (socket: Int32, token: UInt64)?
     let started = ContinuousClock.now
 
-    init(method: String, path: String) {
+    init(method: String, path: String, framing: StreamConnection.Framing) {
         self.method = method
         self.path = path
+        self.framing = framing
     }
 }
 

@@ -3,27 +3,33 @@ import Foundation
 import Logging
 import ObservationCore
 
-/// Notices event-stream clients that go away, at once and without polling (and clients of
-/// parked answers that ask for it: a poll waiting for its first event).
+/// Waits for one kind of readiness on many sockets at once, without polling: one thread
+/// blocks in `epoll_wait` and runs a socket's handler (once: `EPOLLONESHOT`) when it is ready.
+/// An idle server's watcher threads sleep: no timer, no CPU. The daemon has two:
 ///
-/// Every stream's socket sits in one epoll set of this watcher's, for hang-up only
-/// (`EPOLLRDHUP`: the peer closed; `EPOLLHUP`/`EPOLLERR`: a reset, or TCP gave up on the
-/// peer), never for incoming data, and once (`EPOLLONESHOT`). One thread blocks in
-/// `epoll_wait`; when a socket hangs up it runs that stream's handler, which ends the
-/// stream (a parked connection is resumed so that libmicrohttpd sees the close). An idle
-/// server's watcher thread sleeps: no timer, no CPU.
-///
-/// Peers that vanish without a word (a pulled cable) are found by TCP itself: stream
-/// sockets get keep-alive probes and `TCP_USER_TIMEOUT` (`configure(socket:)` on the
-/// listening socket, which every accepted socket inherits), so a
-/// keep-alive write that nobody acknowledges fails the socket after `peerTimeout`, which
-/// the watcher then reports like any other hang-up.
+/// - **Hang-ups** (`.hangup`): every stream's socket, and the socket of a parked answer that
+///   asks for it (a poll waiting for its first event), sits in this set for hang-up only
+///   (`EPOLLRDHUP`: the peer closed; `EPOLLHUP`/`EPOLLERR`: a reset, or TCP gave up on the
+///   peer), never for incoming data. Its handler ends the stream (a parked connection is
+///   resumed so that libmicrohttpd sees the close). Peers that vanish without a word (a
+///   pulled cable) are found by TCP itself: stream sockets get keep-alive probes and
+///   `TCP_USER_TIMEOUT` (`configure(socket:)` on the listening socket, which every accepted
+///   socket inherits), so a keep-alive write that nobody acknowledges fails the socket after
+///   `peerTimeout`, which the watcher then reports like any other hang-up.
+/// - **Room to write** (`.writable`): a parked stream whose direct write the socket did not
+///   take whole waits here for the rest (see `StreamConnection`).
 ///
 /// Thread-safety: `watch`/`unwatch` from any thread. A socket must be unwatched before it is
 /// closed (libmicrohttpd releases a stream's state before it closes its socket, which is
 /// where the daemon unwatches it). Tokens, not descriptors, identify sockets, so a
 /// descriptor number reused by a later connection is never mistaken for an earlier one.
-final class HangupWatcher: Sendable {
+final class SocketWatcher: Sendable {
+    /// What the watcher waits for.
+    enum Readiness: Sendable {
+        case hangup
+        case writable
+    }
+
     private struct State {
         var handlers: [UInt64: @Sendable () -> Void] = [:]
         var nextToken: UInt64 = 1
@@ -31,6 +37,7 @@ final class HangupWatcher: Sendable {
         var stopping = false
     }
 
+    let readiness: Readiness
     /// How long TCP keeps trying to reach a silent peer before it fails the socket.
     let peerTimeout: Duration
     private let epoll: Int32
@@ -40,7 +47,8 @@ final class HangupWatcher: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let logger: Logger
 
-    init(peerTimeout: Duration, logger: Logger) throws {
+    init(_ readiness: Readiness, peerTimeout: Duration, logger: Logger) throws {
+        self.readiness = readiness
         self.peerTimeout = peerTimeout
         self.logger = logger
         epoll = clinux_epoll_create()
@@ -61,7 +69,7 @@ final class HangupWatcher: Sendable {
     func start() {
         state.withLock { $0.started = true }
         let thread = Thread { [self] in run() }
-        thread.name = "obs-hangups"
+        thread.name = readiness == .hangup ? "obs-hangups" : "obs-writable"
         thread.start()
     }
 
@@ -96,17 +104,21 @@ final class HangupWatcher: Sendable {
         }
     }
 
-    /// Runs `onHangup` (once, on the watcher's thread) when `socket`'s peer goes away.
-    /// Returns the token to unwatch with, or nil when the socket could not be watched.
-    func watch(_ socket: Int32, onHangup: @escaping @Sendable () -> Void) -> UInt64? {
+    /// Runs `handler` (once, on the watcher's thread) when `socket` is ready: its peer went
+    /// away (`.hangup`), or it has room to write (`.writable`, or it failed). Returns the
+    /// token to unwatch with, or nil when the socket could not be watched.
+    func watch(_ socket: Int32, handler: @escaping @Sendable () -> Void) -> UInt64? {
         state.withLock { state in
             let token = state.nextToken
-            guard clinux_epoll_watch_hangup(epoll, socket, token) == 0 else {
+            let added =
+                readiness == .hangup
+                ? clinux_epoll_watch_hangup(epoll, socket, token) : clinux_epoll_watch_writable(epoll, socket, token)
+            guard added == 0 else {
                 logger.debug("cannot watch a stream socket: \(String(cString: strerror(errno)))")
                 return nil
             }
             state.nextToken += 1
-            state.handlers[token] = onHangup
+            state.handlers[token] = handler
             return token
         }
     }
