@@ -177,13 +177,16 @@ def main():
               "as `put durable`'s p99."]
     lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['cmd']}`" for r in rows] + [""]
     if args.peers_table and Path(args.peers_table).exists():
-        lines += ["## Side by side with nginx+nchan (../shared/bench)", "",
-                  f"`{args.peers_command}`", Path(args.peers_table).read_text()]
-        w1 = Path(args.peers_table).read_text().split("### W1", 1)[-1].split("###", 1)[0]
-        medians = dict(re.findall(r"^\| (\w+) \| \d+ \| ([\d,]+) ", w1, re.M))
-        if "obsserver" in medians and "nchan" in medians:
-            ratio = int(medians["obsserver"].replace(",", "")) / int(medians["nchan"].replace(",", ""))
-            lines += [f"W1 ratio ObsServer / nchan (medians): **{ratio:.2f}×**", ""]
+        # bench/peers.py's summary (medians, ranges, ratios, targets), then the harness's own tables.
+        lines += ["## Side by side with nginx+nchan and etcd (../shared/bench)", "",
+                  f"`{args.peers_command}` (`--targets obsserver,nchan` in memory, "
+                  "`--targets obsserver,nchan,etcd` with `--data-dir {data} --sync full`)", "",
+                  Path(args.peers_table).read_text()]
+        for mode in ("memory", "durable"):
+            detail = Path(args.peers_table).parent / mode / "table.md"
+            if detail.exists():
+                lines += [f"### All figures, ObsServer {'in memory' if mode == 'memory' else '--data-dir'}", "",
+                          detail.read_text().replace("\n### ", "\n#### ")]
     for extra in args.extra:
         if Path(extra).exists():
             lines += [Path(extra).read_text()]
