@@ -46,8 +46,9 @@ struct ServerConfig: Sendable {
     var maxConnections: Int?
     /// Open connections from one client address; 0: no limit (a load balancer is one address).
     var maxConnectionsPerAddress = 0
-    /// Seconds without progress before a connection is closed (idle keep-alive, slow headers,
-    /// a stream client that stopped reading); parked streams never time out.
+    /// Seconds without progress before a connection is closed (idle keep-alive, slow headers);
+    /// parked streams never time out, nor do streams whose client stopped reading (they are
+    /// parked too: the byte budget and `peerTimeout` end them).
     var connectionTimeout = 60
     /// Bytes of libmicrohttpd buffer per connection: request headers must fit in it (431
     /// otherwise; cookies count twice, libmicrohttpd copies them), and an idle event stream

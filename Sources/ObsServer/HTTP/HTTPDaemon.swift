@@ -13,12 +13,12 @@ struct HTTPDaemonOptions: Sendable {
     /// Per-connection buffer memory in libmicrohttpd (small keeps idle streams cheap).
     var connectionMemoryLimit = 8 * 1024
     /// Seconds without progress before a connection is closed: an idle keep-alive connection, a
-    /// client that sends its headers too slowly, a stream whose client stopped reading. Parked
-    /// connections (idle event streams, answers waiting to be durable) never time out.
+    /// client that sends its headers too slowly. Parked connections (event streams, answers
+    /// waiting to be durable) never time out.
     var connectionTimeout = 60
     /// Most simultaneous connections from one client address (0: no limit).
     var connectionsPerAddress = 0
-    /// How long TCP keeps trying a silent stream client before the socket fails (`HangupWatcher`).
+    /// How long TCP keeps trying a silent stream client before the socket fails (`SocketWatcher`).
     var peerTimeout: Duration = .seconds(30)
     var maxBodyBytes: Int
     /// What answers carrying `holdUntil` wait for (none: they go at once).

@@ -8,7 +8,7 @@ import ObservationCore
 /// has sent all it had and will not touch the socket until resumed. A wake then writes what
 /// the body has straight to the socket, framed as libmicrohttpd would (a chunk for HTTP/1.1,
 /// raw bytes for HTTP/1.0), and the connection stays parked: no resume, no hand-off to the
-/// daemon's thread, one `send` per wake. A socket that does not take a whole write keeps the
+/// daemon's thread, one `send` per 16 KiB. A socket that does not take a whole write keeps the
 /// rest here and waits in the `writable` watcher; it is sent before anything else. The
 /// connection is resumed only to end (libmicrohttpd then writes the last chunk and closes).
 ///
@@ -60,7 +60,7 @@ final class StreamConnection: Sendable {
     private let writable: SocketWatcher
     private let flags = Locked(Flags())
 
-    /// The largest direct write: one wake's batch of events goes out in one `send`.
+    /// The largest direct write (one chunk, one `send`): a small wake's events go in one.
     private static let directWriteBytes = 16 * 1024
 
     /// `suspend` and `resume` park and un-park the connection (the daemon's calls); they are
@@ -208,7 +208,12 @@ final class StreamConnection: Sendable {
     /// the socket refused the bytes, so the client is gone).
     private func endWriting(failed: Bool = false) {
         flags.withLock { flags in
-            if failed { flags.aborted = true }
+            if failed {
+                flags.aborted = true
+                // Part of a chunk may be out: libmicrohttpd's last chunk must not follow it.
+                _ = shutdown(socket, Int32(SHUT_RDWR))
+                flags.unsent = []
+            }
             flags.writing = false
             flags.suspended = false
             resume()
