@@ -108,6 +108,25 @@ struct LivenessTests {
     }
 }
 
+extension LivenessTests {
+    @Test("stopping the server ends a stream whose client stopped reading (parked, its rest waiting for room)")
+    func stopWithStalledReader() throws {
+        let server = try TestServer(configure: { $0.maxReplayBytes = 64 * 1024 * 1024 })
+        let client = server.client()
+        try client.createObject("a")
+        let id = try client.createObserver(["replay": 10_000])
+        try client.observe(id, "a", "blob", options: ["new"])
+        let socket = try openRawStream(port: server.port, path: "/v1/observers/\(id)/events", receiveBuffer: 4096)
+        defer { close(socket) }
+        let blob = JSON.string(String(repeating: "x", count: 64 * 1024))
+        for _ in 0..<100 { try client.set("a", "blob", blob) }  // 6.4 MiB: more than the sockets hold
+        #expect(try client.get("/v1/observers/\(id)")["streams"] == 1)
+        let started = ContinuousClock.now
+        server.stop()  // libmicrohttpd aborts the process if stopped with a parked connection
+        #expect(ContinuousClock.now - started < .seconds(9))
+    }
+}
+
 /// Polls `/v1/stats` until `streams` is 0; returns how long that took (throws past `within`).
 @discardableResult
 func waitUntilNoStreams(_ client: TestClient, within limit: Duration, every seconds: Double = 0.005) throws

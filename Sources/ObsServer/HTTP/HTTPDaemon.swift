@@ -125,25 +125,28 @@ final class HTTPDaemon: Sendable {
             return Array(streams.open.values)
         }
         for stream in open { stream.stop() }
-        let deadline = ContinuousClock.now + grace
-        while !streams.withLock({ $0.open.isEmpty }) || held.withLock({ $0 > 0 }), ContinuousClock.now < deadline {
-            usleep(2_000)  // shutdown only: streams drain in a few milliseconds
-        }
+        let streamsOpen = { !self.streams.withLock { $0.open.isEmpty } }
+        let answersHeld = { self.held.withLock { $0 > 0 } }
+        Self.wait(for: grace) { streamsOpen() || answersHeld() }
         // A stream whose client stopped reading may still wait, parked, for room to write:
         // libmicrohttpd must not be stopped with parked connections.
-        let stuck = streams.withLock { Array($0.open.values) }
-        for stream in stuck { stream.abort() }
-        let aborted = ContinuousClock.now + .seconds(2)
-        while !streams.withLock({ $0.open.isEmpty }), ContinuousClock.now < aborted { usleep(2_000) }
-        if held.withLock({ $0 > 0 }) {
+        for stream in streams.withLock({ Array($0.open.values) }) { stream.abort() }
+        Self.wait(for: .seconds(2), while: streamsOpen)
+        if answersHeld() {
             options.gate?.abandon()
             for answer in parked.withLock({ Array($0.values) }) { answer.resolve { nil } }
-            let abandoned = ContinuousClock.now + .seconds(2)
-            while held.withLock({ $0 > 0 }), ContinuousClock.now < abandoned { usleep(2_000) }
+            Self.wait(for: .seconds(2), while: answersHeld)
         }
         MHD_stop_daemon(handle.pointer)
         watcher.stop()
         writable.stop()
+    }
+
+    /// Waits (at most `limit`) while `condition` holds. Shutdown only: what it waits for ends
+    /// within milliseconds.
+    private static func wait(for limit: Duration, while condition: () -> Bool) {
+        let deadline = ContinuousClock.now + limit
+        while condition(), ContinuousClock.now < deadline { usleep(2_000) }
     }
 
     // MARK: - Callbacks (C → Swift)
@@ -326,7 +329,8 @@ final class HTTPDaemon: Sendable {
         return queue(answer, connection, framing: pending.framing)
     }
 
-    /// How libmicrohttpd frames a stream for a request of `version` (chunks from HTTP/1.1 on).
+    /// How libmicrohttpd frames a stream for a request of `version`: chunks for HTTP/1.1, raw
+    /// bytes for HTTP/1.0 (any other version: bytes go through libmicrohttpd only).
     private static func streamFraming(_ version: UnsafePointer<CChar>?) -> StreamConnection.Framing {
         guard let version else { return .daemonOnly }
         if strcmp(version, "HTTP/1.1") == 0 { return .chunked }

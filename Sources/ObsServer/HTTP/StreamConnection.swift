@@ -62,6 +62,8 @@ final class StreamConnection: Sendable {
 
     /// The largest direct write (one chunk, one `send`): a small wake's events go in one.
     private static let directWriteBytes = 16 * 1024
+    /// Room before the payload in the scratch buffer for a chunk's size line (`4000\r\n`).
+    private static let sizeLineRoom = 8
 
     /// `suspend` and `resume` park and un-park the connection (the daemon's calls); they are
     /// only ever called under this object's lock.
@@ -166,7 +168,9 @@ final class StreamConnection: Sendable {
     /// or the stream is over (then the connection is resumed to end it). Called by the one
     /// thread that set `writing`.
     private func writeDirectly() {
-        withUnsafeTemporaryAllocation(byteCount: Self.directWriteBytes + 16, alignment: 1) { scratch in
+        // The size line's room, the payload, the chunk's closing CRLF.
+        withUnsafeTemporaryAllocation(byteCount: Self.sizeLineRoom + Self.directWriteBytes + 2, alignment: 1) {
+            scratch in
             while true {
                 let (unsent, aborted) = flags.withLock { flags in
                     flags.notified = false
@@ -179,15 +183,16 @@ final class StreamConnection: Sendable {
                     if !rest.isEmpty { return waitForRoom(rest) }
                     continue
                 }
-                switch body.read(into: Self.payloadArea(of: scratch, framing: framing)) {
+                let payload = UnsafeMutableRawBufferPointer(
+                    rebasing: scratch[Self.sizeLineRoom..<(Self.sizeLineRoom + Self.directWriteBytes)])
+                switch body.read(into: payload) {
                 case .bytes(let count):
                     guard let rest = transmit(Self.frame(count, in: scratch, framing: framing)) else {
                         return endWriting(failed: true)
                     }
                     if !rest.isEmpty { return waitForRoom(rest) }
                 case .end:
-                    flags.withLock { $0.ended = true }
-                    return endWriting()
+                    return endWriting(ended: true)
                 case .wait:
                     let done = flags.withLock { flags -> Bool in
                         if flags.notified && !flags.aborted { return false }  // woken while looking: look again
@@ -204,10 +209,11 @@ final class StreamConnection: Sendable {
         }
     }
 
-    /// Stops writing and resumes the connection, whose next read ends the response (`failed`:
-    /// the socket refused the bytes, so the client is gone).
-    private func endWriting(failed: Bool = false) {
+    /// Stops writing and resumes the connection, whose next read ends the response (`ended`:
+    /// the body said it is over; `failed`: the socket refused the bytes, so the client is gone).
+    private func endWriting(ended: Bool = false, failed: Bool = false) {
         flags.withLock { flags in
+            flags.ended = flags.ended || ended
             if failed {
                 flags.aborted = true
                 // Part of a chunk may be out: libmicrohttpd's last chunk must not follow it.
@@ -269,23 +275,16 @@ final class StreamConnection: Sendable {
         bytes.withUnsafeBytes { transmit($0) }
     }
 
-    /// Where the body writes in `scratch`: after room for a chunk's size line (`FFFF\r\n`),
-    /// before room for its closing `\r\n`.
-    private static func payloadArea(of scratch: UnsafeMutableRawBufferPointer, framing: Framing)
-        -> UnsafeMutableRawBufferPointer
-    {
-        UnsafeMutableRawBufferPointer(rebasing: scratch[8..<(8 + directWriteBytes)])
-    }
-
-    /// The bytes to send for a payload of `count` bytes at `payloadArea`: the payload as it is
-    /// (`raw`), or framed as one chunk (its size in hex, CRLF, the payload, CRLF).
+    /// The bytes to send for a payload of `count` bytes at `sizeLineRoom`: the payload as it
+    /// is (`raw`), or framed as one chunk (its size in hex, CRLF, the payload, CRLF).
     private static func frame(_ count: Int, in scratch: UnsafeMutableRawBufferPointer, framing: Framing)
         -> UnsafeRawBufferPointer
     {
-        guard framing == .chunked else { return UnsafeRawBufferPointer(rebasing: scratch[8..<(8 + count)]) }
-        var start = 6
-        scratch[6] = UInt8(ascii: "\r")
-        scratch[7] = UInt8(ascii: "\n")
+        let end = sizeLineRoom + count
+        guard framing == .chunked else { return UnsafeRawBufferPointer(rebasing: scratch[sizeLineRoom..<end]) }
+        var start = sizeLineRoom - 2
+        scratch[start] = UInt8(ascii: "\r")
+        scratch[start + 1] = UInt8(ascii: "\n")
         var size = count
         repeat {
             start -= 1
@@ -293,8 +292,8 @@ final class StreamConnection: Sendable {
             scratch[start] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
             size >>= 4
         } while size > 0
-        scratch[8 + count] = UInt8(ascii: "\r")
-        scratch[9 + count] = UInt8(ascii: "\n")
-        return UnsafeRawBufferPointer(rebasing: scratch[start..<(10 + count)])
+        scratch[end] = UInt8(ascii: "\r")
+        scratch[end + 1] = UInt8(ascii: "\n")
+        return UnsafeRawBufferPointer(rebasing: scratch[start..<(end + 2)])
     }
 }
