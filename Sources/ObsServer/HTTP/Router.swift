@@ -1,13 +1,18 @@
 import Logging
 import ObservationCore
 
-/// Path parameters of a matched route (`{id}` → value).
+/// Path parameters of a matched route (`{id}` → value): the request's segments, read through
+/// the route's table of where each parameter is (nothing is built per request).
 struct RouteParameters: Sendable {
-    /// At most a few pairs per route: a linear search beats hashing here.
-    fileprivate var values: [(name: String, value: String)] = []
+    fileprivate var segments: [String] = []
+    /// At most a few per route: a linear search beats hashing here.
+    fileprivate var positions: [(name: String, index: Int)] = []
 
     /// The value of `{name}` in the route's pattern.
-    subscript(name: String) -> String { values.first { $0.name == name }?.value ?? "" }
+    subscript(name: String) -> String {
+        guard let index = positions.first(where: { $0.name == name })?.index else { return "" }
+        return segments[index]
+    }
 }
 
 /// A route handler: throws `APIError` or `CoreError` for error answers.
@@ -28,7 +33,10 @@ struct RouterBuilder {
 
     /// The frozen router. `fallback` answers GET requests no route matches (static files).
     func build(logger: Logger, fallback: RouteHandler? = nil) -> Router {
-        Router(routes: Dictionary(grouping: routes, by: \.segments.count), fallback: fallback, logger: logger)
+        let longest = routes.map(\.segments.count).max() ?? 0
+        var bySegments = [[Route]](repeating: [], count: longest + 1)
+        for route in routes { bySegments[route.segments.count].append(route) }
+        return Router(all: routes, bySegments: bySegments, fallback: fallback, logger: logger)
     }
 }
 
@@ -37,7 +45,9 @@ fileprivate enum Segment: Sendable, Equatable {
     case parameter(String)
 }
 
-fileprivate struct Route: Sendable {
+/// A class: the router looks at several per request, and a reference is cheaper to pass
+/// around than a copy of every field.
+fileprivate final class Route: Sendable {
     /// Every parameter in a path (ids, names, key paths) is ASCII by the naming rules: an empty
     /// segment, a control character or anything beyond ASCII never names anything, so no route
     /// matches it (404). Spaces and other printable characters reach the handler, which says
@@ -54,6 +64,8 @@ fileprivate struct Route: Sendable {
     let handler: RouteHandler
     /// `GET /v1/objects/{id}`: the route's name in figures.
     let label: String
+    /// Where each `{name}` is in the path.
+    let positions: [(name: String, index: Int)]
 
     init(method: HTTPMethod, pattern: String, segments: [Segment], handler: @escaping RouteHandler) {
         self.method = method
@@ -61,37 +73,39 @@ fileprivate struct Route: Sendable {
         self.segments = segments
         self.handler = handler
         self.label = "\(method) \(pattern)"
+        positions = segments.enumerated().compactMap { index, segment in
+            guard case .parameter(let name) = segment else { return nil }
+            return (name, index)
+        }
     }
 
-    func match(_ parts: [String]) -> RouteParameters? {
-        // Literals first: most routes are ruled out without building parameters.
+    /// Whether a path of as many segments as the pattern's matches it.
+    func matches(_ parts: [String]) -> Bool {
+        // Literals first: most routes are ruled out by them.
         for (segment, part) in zip(segments, parts) {
-            if case .literal(let literal) = segment, literal != part { return nil }
+            if case .literal(let literal) = segment, literal != part { return false }
         }
-        var parameters = RouteParameters()
-        for (segment, part) in zip(segments, parts) {
-            guard case .parameter(let name) = segment else { continue }
-            guard Self.isParameter(part) else { return nil }
-            parameters.values.append((name, part))
-        }
-        return parameters
+        return positions.allSatisfy { Self.isParameter(parts[$0.index]) }
     }
 }
 
 struct Router: Sendable {
-    fileprivate let routes: [Int: [Route]]
+    /// In registration order.
+    fileprivate let all: [Route]
+    /// The routes whose patterns have `n` segments at index `n`.
+    fileprivate let bySegments: [[Route]]
     let fallback: RouteHandler?
     let logger: Logger
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let parts = request.segments
         let method = request.method == .head ? HTTPMethod.get : request.method
-        var allowed: [HTTPMethod] = []
-        for route in routes[parts.count] ?? [] {
-            guard let parameters = route.match(parts) else { continue }
-            if route.method == method { return run(route.handler, request, parameters, label: route.label) }
-            allowed.append(route.method)
+        let candidates = parts.count < bySegments.count ? bySegments[parts.count] : []
+        for route in candidates where route.method == method && route.matches(parts) {
+            let parameters = RouteParameters(segments: parts, positions: route.positions)
+            return run(route.handler, request, parameters, label: route.label)
         }
+        let allowed = candidates.filter { $0.matches(parts) }.map(\.method)
         if !allowed.isEmpty { return APIError.methodNotAllowed(request.method, allowed: allowed).response }
         if let fallback, method == .get, parts.first != "v1" {
             return run(fallback, request, RouteParameters(), label: "GET static")
@@ -101,7 +115,7 @@ struct Router: Sendable {
 
     /// Every route as (method, pattern), in registration order (the OpenAPI document's test).
     var endpoints: [(method: HTTPMethod, pattern: String)] {
-        routes.values.joined().map { ($0.method, $0.pattern) }
+        all.map { ($0.method, $0.pattern) }
     }
 
     private func run(_ handler: RouteHandler, _ request: HTTPRequest, _ parameters: RouteParameters, label: String)
