@@ -118,6 +118,11 @@ struct MHD_Response *cmhd_create_stream_response(size_t block_size, MHD_ContentR
     return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block_size, reader, context, free_callback);
 }
 
+int cmhd_request_fields(struct MHD_Connection *connection, MHD_KeyValueIteratorN iterator, void *context) {
+    // Why: the kinds are a bitmask, which Swift's import of the enum cannot express.
+    return MHD_get_connection_values_n(connection, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, iterator, context);
+}
+
 int cmhd_usable_cpus(void) {
     // Why: sched_getaffinity and CPU_COUNT need _GNU_SOURCE and a macro, which Swift
     // does not import. Two event loops time-sliced on one pinned core triple p99 latency.

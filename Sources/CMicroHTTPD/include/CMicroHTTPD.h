@@ -52,6 +52,11 @@ struct MHD_Response *_Nullable cmhd_create_stream_response(size_t block_size,
                                                            void *_Nullable context,
                                                            MHD_ContentReaderFreeCallback _Nonnull free_callback);
 
+/// Calls `iterator` for each header and each query argument of a request, in the order
+/// they came (one pass over libmicrohttpd's list); returns how many there were.
+int cmhd_request_fields(struct MHD_Connection *_Nonnull connection, MHD_KeyValueIteratorN _Nonnull iterator,
+                        void *_Nullable context);
+
 /// The number of CPUs in this process's affinity mask (what taskset, cpusets and
 /// container CPU pinning allow), at least 1. Sizes the worker pool.
 int cmhd_usable_cpus(void);

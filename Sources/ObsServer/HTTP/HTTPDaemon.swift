@@ -200,19 +200,13 @@ final class HTTPDaemon: Sendable {
         requestContext.pointee = nil
     }
 
-    /// First call: read the headers; refuse an announced body over the limit at once.
+    /// First call: read the headers and the query; refuse an announced body over the limit at once.
     private func begin(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
-        pending.headers = HTTPHeaders(
-            contentType: header(connection, "Content-Type"),
-            authorization: header(connection, "Authorization"),
-            accept: header(connection, "Accept"),
-            lastEventID: header(connection, "Last-Event-ID"), client: header(connection, "Obs-Client"),
-            idempotencyKey: header(connection, "Idempotency-Key"))
-        if options.cors != nil {
-            pending.headers.origin = header(connection, "Origin")
-            pending.headers.corsRequestMethod = header(connection, "Access-Control-Request-Method")
-        }
-        if let length = header(connection, "Content-Length").flatMap(Int.init), length > options.maxBodyBytes {
+        var fields = RequestFields()
+        withUnsafeMutablePointer(to: &fields) { _ = cmhd_request_fields(connection, Self.fieldIterator, $0) }
+        swap(&pending.headers, &fields.headers)  // moved, not copied
+        swap(&pending.query, &fields.query)
+        if let length = fields.contentLength.flatMap(Int.init), length > options.maxBodyBytes {
             // Answering before the body is read makes libmicrohttpd close the connection afterwards: intended here.
             return queue(APIError.payloadTooLarge(limit: options.maxBodyBytes).response, connection)
         }
@@ -236,9 +230,15 @@ final class HTTPDaemon: Sendable {
             return answered(pending, answer, connection)
         }
         if let rejection = pending.rejection { return answered(pending, rejection.response, connection) }
+        // Moved into the request, not copied: nothing reads them here again, and a stream's
+        // pending request (it lives as long as the stream) keeps none of it: idle streams stay small.
+        var (query, headers, body) = ([String: String](), HTTPHeaders(), [UInt8]())
+        swap(&query, &pending.query)
+        swap(&headers, &pending.headers)
+        swap(&body, &pending.body)
         let request = HTTPRequest(
-            method: HTTPMethod(rawValue: pending.method), path: pending.path, rawQuery: queryArguments(connection),
-            headers: pending.headers, body: pending.body)
+            method: HTTPMethod(rawValue: pending.method), path: pending.path, rawQuery: query, headers: headers,
+            body: body)
         let answer = handler(request)
         if let deferred = answer.deferred {
             pending.route = answer.route
@@ -320,12 +320,6 @@ final class HTTPDaemon: Sendable {
         if let onAnswer = options.onAnswer {
             onAnswer(answer.route, answer.status, (ContinuousClock.now - pending.started).inSeconds)
         }
-        if answer.stream != nil {
-            // The request lives as long as its stream (libmicrohttpd completes it at the end):
-            // what only the handler needed goes now, to keep idle streams small.
-            pending.headers = HTTPHeaders()
-            pending.body = []
-        }
         return queue(answer, connection, framing: pending.framing)
     }
 
@@ -354,7 +348,10 @@ final class HTTPDaemon: Sendable {
         }
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
-        if !response.contentType.isEmpty { MHD_add_response_header(created, "Content-Type", response.contentType) }
+        if !response.contentType.isEmpty {
+            // `withCString`: passing the string itself would copy it into a new array on every call.
+            response.contentType.withCString { _ = MHD_add_response_header(created, Self.contentType, $0) }
+        }
         for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
@@ -396,6 +393,13 @@ final class HTTPDaemon: Sendable {
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
 
+    /// `Content-Type` as a C string in the binary (a Swift string this short would be copied
+    /// into a new buffer for every call).
+    private static var contentType: UnsafePointer<CChar> {
+        let name: StaticString = "Content-Type"
+        return UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+
     /// The buffer libmicrohttpd allocates (zeroed) with each stream's response. Chunked (HTTP/1.1)
     /// streams never use it: they are read straight into the connection's own buffer. Only an
     /// HTTP/1.0 stream reads through it, in pieces of this size. Small keeps idle streams cheap.
@@ -422,22 +426,66 @@ final class HTTPDaemon: Sendable {
         MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
     }
 
-    private func queryArguments(_ connection: OpaquePointer) -> [String: String] {
-        let collector = QueryCollector()
-        withExtendedLifetime(collector) {
-            _ = MHD_get_connection_values(
-                connection, .GET_ARGUMENT_KIND, Self.queryIterator,
-                Unmanaged.passUnretained(collector).toOpaque())
+    /// Collects a request's fields into a `RequestFields` (one thread, one call). The first of
+    /// a repeated header counts; a repeated query argument keeps its last value. Query arguments
+    /// come raw (see `cmhd_keep_escaped`); `HTTPRequest` decodes them.
+    private static let fieldIterator: MHD_KeyValueIteratorN = { context, kind, key, keySize, value, valueSize in
+        guard let context, let key else { return .YES }
+        let fields = context.assumingMemoryBound(to: RequestFields.self)
+        let name = UnsafeRawBufferPointer(start: key, count: keySize)
+        let text = value.map { RequestFields.text(UnsafeRawBufferPointer(start: $0, count: valueSize)) }
+        if kind == .GET_ARGUMENT_KIND {
+            fields.pointee.query[String(decoding: name, as: UTF8.self)] = text ?? ""
+        } else if let text {
+            fields.pointee.setHeader(name, text)
         }
-        return collector.arguments
+        return .YES
+    }
+}
+
+/// What the daemon reads of a request's headers and query, gathered in one pass.
+private struct RequestFields {
+    var headers = HTTPHeaders()
+    var contentLength: String?
+    var query: [String: String] = [:]
+
+    /// Keeps `value` if `name` (any case) is a header the service reads and it is its first.
+    mutating func setHeader(_ name: UnsafeRawBufferPointer, _ value: String) {
+        func first(_ field: inout String?) { if field == nil { field = value } }
+        switch name.count {
+        case 6 where Self.is(name, "accept"): first(&headers.accept)
+        case 6 where Self.is(name, "origin"): first(&headers.origin)
+        case 10 where Self.is(name, "obs-client"): first(&headers.client)
+        case 12 where Self.is(name, "content-type"): first(&headers.contentType)
+        case 13 where Self.is(name, "authorization"): first(&headers.authorization)
+        case 13 where Self.is(name, "last-event-id"): first(&headers.lastEventID)
+        case 14 where Self.is(name, "content-length"): first(&contentLength)
+        case 15 where Self.is(name, "idempotency-key"): first(&headers.idempotencyKey)
+        case 29 where Self.is(name, "access-control-request-method"): first(&headers.corsRequestMethod)
+        default: break
+        }
     }
 
-    /// Query arguments come raw (see `cmhd_keep_escaped`); `HTTPRequest` decodes them.
-    private static let queryIterator: MHD_KeyValueIterator = { context, _, key, value in
-        guard let context, let key else { return .YES }
-        let collector = Unmanaged<QueryCollector>.fromOpaque(context).takeUnretainedValue()
-        collector.arguments[String(cString: key)] = value.map { String(cString: $0) } ?? ""
-        return .YES
+    /// Whether `name`, ASCII letters lowered, is `lowercase` (of the same length).
+    private static func `is`(_ name: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
+        lowercase.withUTF8Buffer { expected in
+            for index in 0..<expected.count {
+                let byte = name[index]
+                let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+                guard lowered == expected[index] else { return false }
+            }
+            return true
+        }
+    }
+
+    /// A value as a string; the one Content-Type nearly every write carries is a constant
+    /// (a string that long would otherwise take an allocation per request).
+    static func text(_ bytes: UnsafeRawBufferPointer) -> String {
+        let json: StaticString = "application/json"
+        if bytes.count == json.utf8CodeUnitCount, json.withUTF8Buffer({ $0.elementsEqual(bytes) }) {
+            return "application/json"
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
@@ -490,6 +538,8 @@ private final class PendingRequest: @unchecked Sendable {
     /// How a stream answer would be framed (from the request's HTTP version).
     let framing: StreamConnection.Framing
     var headers = HTTPHeaders()
+    /// Query arguments as libmicrohttpd hands them over (still percent-encoded).
+    var query: [String: String] = [:]
     var body: [UInt8] = []
     var rejection: APIError?
     /// The answer, while it waits at the gate.
@@ -508,9 +558,4 @@ private final class PendingRequest: @unchecked Sendable {
         self.path = path
         self.framing = framing
     }
-}
-
-/// Collects query arguments during `MHD_get_connection_values` (one thread, one call).
-private final class QueryCollector {
-    var arguments: [String: String] = [:]
 }
