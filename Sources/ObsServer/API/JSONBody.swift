@@ -21,7 +21,7 @@ struct JSONBody {
         guard case .object(let members) = try JSONParser.parse(request.body, maxStringBytes: maxStringBytes) else {
             throw CoreError(.invalidRequest, "the body must be a JSON object")
         }
-        for key in members.keys where !allowed.contains(key) {
+        for (key, _) in members where !allowed.contains(key) {
             throw CoreError.unknownField(key, in: "request body", allowed: allowed)
         }
         self.members = members

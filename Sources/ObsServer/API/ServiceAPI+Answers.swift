@@ -12,23 +12,25 @@ extension ServiceAPI {
         let command = Command(
             time: .now(), action, by: try Self.client(of: request),
             idempotency: try Self.idempotencyClaim(of: request, answerMembers: answerMembers))
-        let answer: @Sendable (Outcome) -> HTTPResponse = { outcome in
-            guard case .replayed(let kept) = outcome else { return .answer(outcome, adding: answerMembers) }
-            var response = HTTPResponse(kept)
-            response.headers.append(("Idempotent-Replayed", "true"))
-            return response
-        }
-        guard let cluster else { return answer(try store.execute(command)) }
+        guard let cluster else { return Self.answer(try store.execute(command), adding: answerMembers) }
         let deferred = DeferredAnswer()
         cluster.submit(command) { result in
             deferred.resolve {
                 switch result {
-                case .success(let outcome): answer(outcome)
+                case .success(let outcome): Self.answer(outcome, adding: answerMembers)
                 case .failure(let error): APIError(error).response
                 }
             }
         }
         return .deferred(deferred)
+    }
+
+    /// The answer to a command's outcome; a replayed one says so (`Idempotent-Replayed`).
+    private static func answer(_ outcome: Outcome, adding answerMembers: JSONObject) -> HTTPResponse {
+        guard case .replayed(let kept) = outcome else { return .answer(outcome, adding: answerMembers) }
+        var response = HTTPResponse(kept)
+        response.headers.append(("Idempotent-Replayed", "true"))
+        return response
     }
 
     /// The request's `Idempotency-Key` (1–128 printable ASCII), with what makes two requests

@@ -23,13 +23,15 @@ struct HTTPHeaders: Sendable {
     var client: String?
     /// `Idempotency-Key` (section 7.3).
     var idempotencyKey: String?
-    /// `Origin` and `Access-Control-Request-Method` (collected only when CORS is on).
+    /// `Origin` and `Access-Control-Request-Method` (CORS).
     var origin: String?
     var corsRequestMethod: String?
 }
 
-/// A complete HTTP request: line, the headers the service reads, query and body.
-struct HTTPRequest: Sendable {
+/// A complete HTTP request: line, the headers the service reads, query and body. A class:
+/// it goes through several layers (authentication, routing, the handler) and is never changed,
+/// so passing it is one reference, not a copy of every field.
+final class HTTPRequest: Sendable {
     let method: HTTPMethod
     /// The path as sent (still percent-encoded), without the query string.
     let path: String
