@@ -13,10 +13,9 @@ import Synchronization
 final class Outbox: Sendable {
     /// Effects to perform, and the revision of the last command enqueued (with effects or not).
     private let queue = Locked<(effects: [Effects], revision: Int)>(([], 0))
-    /// Held while draining and performing, so batches go in in order. It counts the batches
-    /// performed: a `Locked<Void>` has an empty state, whose accesses ThreadSanitizer sees
-    /// outside the lock (the compiler may move them) and reports as races.
-    private let performing = Locked(0)
+    /// Held while draining and performing, so batches go in in order. Its state is what a
+    /// batch works with, kept (emptied, with its capacity) so that performing allocates nothing.
+    private let performing = Locked(Scratch())
     /// Told when a command moved a deadline or queued a posting (the server's timer).
     let timer = Locked<TimerHook?>(nil)
     /// The revision of the last command whose events are all in their logs (visible to
@@ -25,8 +24,9 @@ final class Outbox: Sendable {
 
     /// Starts over at `revision` (a store whose state was replaced), with nothing queued.
     func reset(revision: Int) {
-        performing.withLock { _ in
+        performing.withLock { scratch in
             queue.withLock { $0 = ([], revision) }
+            scratch.batch = []
             performedRevision.store(revision, ordering: .releasing)
         }
     }
@@ -43,29 +43,32 @@ final class Outbox: Sendable {
     /// Performs everything queued so far, in order.
     func perform() {
         let (wake, barriers, tellTimer) = performing.withLock {
-            performed -> ([EventLog], [EventLog.Barrier], Bool) in
-            let (batch, revision) = queue.withLock { queue in
-                defer { queue.effects.removeAll(keepingCapacity: true) }
-                return queue
+            scratch -> ([EventLog], [EventLog.Barrier], Bool) in
+            // The queue takes the empty list back: neither list is copied or reallocated.
+            let revision = queue.withLock { queue in
+                swap(&queue.effects, &scratch.batch)
+                return queue.revision
             }
-            performed &+= 1
+            scratch.performed &+= 1
+            let performed = scratch.performed
             // Each log once, in the order first touched: appended, then revealed with the whole
             // batch (streams never see part of a revision), then woken if it tells its first
             // change since it was last woken.
-            var touched: [EventLog] = []
             var order: [EventLog] = []
             var barriers: [EventLog.Barrier] = []
             var tellTimer = false
-            for effects in batch {
+            for effects in scratch.batch {
                 for (log, event) in effects.events where log.append(event, batch: performed) {
-                    touched.append(log)
+                    scratch.touched.append(log)
                 }
                 for log in effects.closedLogs where log.close() { order.append(log) }
                 // Right after the events of the commands before it: between two revisions.
-                barriers += effects.barriers.map { $0.log.barrier(revision: $0.revision) }
+                for (log, revision) in effects.barriers { barriers.append(log.barrier(revision: revision)) }
                 tellTimer = tellTimer || effects.timerMustLook
             }
-            for log in touched where log.reveal() { order.append(log) }
+            for log in scratch.touched where log.reveal() { order.append(log) }
+            scratch.touched.removeAll(keepingCapacity: true)
+            scratch.batch.removeAll(keepingCapacity: true)
             _ = performedRevision.max(revision, ordering: .releasing)
             return (order, barriers, tellTimer)
         }
@@ -73,6 +76,14 @@ final class Outbox: Sendable {
         for log in wake { log.wake() }
         if tellTimer { timer.withLock { $0 }?.call() }
     }
+}
+
+/// What the outbox keeps between batches: how many it performed (a log tells the first event
+/// of each batch), and the lists a batch fills, empty with their capacity.
+private struct Scratch {
+    var performed = 0
+    var batch: [Effects] = []
+    var touched: [EventLog] = []
 }
 
 /// A closure in a struct, so that `Locked` holds it in its concrete representation (see

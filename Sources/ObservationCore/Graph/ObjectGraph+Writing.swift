@@ -12,7 +12,8 @@ extension ObjectGraph {
     /// Finds where `setValue:forKeyPath:` writes: every link but the last must
     /// be a plain JSON object or a reference; nothing is created on the way.
     func writeTarget(_ path: KeyPath, from id: String) throws(CoreError) -> WriteTarget {
-        guard let keys = path.keys else {
+        // Every component a key (read in place: a write's path is not copied into an array).
+        guard !path.hasCollectionOperator, case .key(let last)? = path.components.last else {
             throw CoreError(.invalidKeyPath, "'\(path)' uses a collection operator; it can be read, not set")
         }
         let object = try existingObject(id)
@@ -20,7 +21,7 @@ extension ObjectGraph {
         var targetID = id
         var inner: [String] = []
         var walked: [String] = []
-        for key in keys.dropLast() {
+        for case .key(let key) in path.components.dropLast() {
             walked.append(key)
             if inner.isEmpty, let target = objects[targetID], schema(of: target)?.properties[key]?.computed != nil {
                 throw CoreError(
@@ -42,7 +43,7 @@ extension ObjectGraph {
                         + "intermediate objects are not created implicitly")
             }
         }
-        return WriteTarget(objectID: targetID, inner: inner, key: keys[keys.count - 1])
+        return WriteTarget(objectID: targetID, inner: inner, key: last)
     }
 
     /// Checks that `value` may be stored at `target`: the key exists in the

@@ -60,6 +60,14 @@ public struct KeyPath: Sendable, Hashable, CustomStringConvertible {
         self.description = text
     }
 
+    /// Whether a component is a collection operator (such a path can be read, not set).
+    public var hasCollectionOperator: Bool {
+        components.contains { component in
+            guard case .collection = component else { return false }
+            return true
+        }
+    }
+
     /// The keys, when the path has no collection operator.
     public var keys: [String]? {
         var keys: [String] = []

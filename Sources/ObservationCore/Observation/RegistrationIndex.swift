@@ -82,6 +82,9 @@ struct RegistrationIndex: Sendable {
         return body(&registrations.values[index], &dependents)
     }
 
+    /// Whether any registration depends on a value of object `id` (else a write to it affects none).
+    func isObserved(_ id: String) -> Bool { dependents.table[id] != nil }
+
     /// The registrations a set of writes affects, each with the policy that governs it (the
     /// most eager of the policies of the keys written), in creation order.
     mutating func affected(by writes: [Write]) -> [(id: String, policy: NotifyPolicy)] {

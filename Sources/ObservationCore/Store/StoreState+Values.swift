@@ -10,7 +10,7 @@ extension StoreState {
         try graph.checkAssignable(value, to: target)
         let revision = nextRevision()
         store(value, at: target, revision: revision)
-        propagate([write(at: target)], revision: revision)
+        if registrations.isObserved(target.objectID) { propagate([write(at: target)], revision: revision) }
         emitValueChanged(target, value, revision: revision)
         return revision
     }
