@@ -31,9 +31,24 @@ struct JSONTests {
         }
     }
 
-    @Test("invalid UTF-8 inside a string is refused")
-    func invalidUTF8() {
-        #expect(throws: CoreError.self) { try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
+    @Test(
+        "invalid UTF-8 inside a string is refused, with or without escapes",
+        arguments: [
+            [0xFF, 0xFE], [0x80], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xE2, 0x82], [0xF5, 0x80, 0x80, 0x80],
+            [0x61, 0xEF, 0xBF], [0x5C, 0x6E, 0xC3], [0xC3, 0x5C, 0x6E],
+        ] as [[UInt8]])
+    func invalidUTF8(inner: [UInt8]) {
+        #expect(throws: CoreError.self) { try JSONParser.parse([0x22] + inner + [0x22]) }
+    }
+
+    @Test(
+        "valid UTF-8 strings keep their bytes, with or without escapes",
+        arguments: [
+            (#""plain""#, "plain"), (#""é""#, "é"), (#""a€b""#, "a€b"), (#""😀""#, "😀"),
+            ("\"\u{FFFD}\"", "\u{FFFD}"), (#""tab\tthen é""#, "tab\tthen é"), (#""\u00e9 é""#, "é é"),
+        ])
+    func validUTF8(json: String, text: String) throws {
+        #expect(try JSONParser.parse(json) == .string(text))
     }
 
     @Test(
@@ -87,6 +102,9 @@ struct JSONTests {
         let text = value.description
         #expect(text == "\"quote\\\" backslash\\\\ newline\\n tab\\t bell\\u0007 é 😀\"")
         #expect(try JSONParser.parse(text) == value)
+        // Escapes first and last, and back to back.
+        #expect(JSON.string("\"\r\u{1F}x\\").description == #""\"\r\u001fx\\""#)
+        #expect(JSON.string("").description == #""""#)
     }
 
     @Test("references are recognised only in their exact form")

@@ -20,6 +20,8 @@ public struct JSONObject: Sendable {
     }
 
     public var count: Int { members.count }
+
+    mutating func reserveCapacity(_ count: Int) { members.reserveCapacity(count) }
     public var isEmpty: Bool { members.isEmpty }
     public var keys: [String] { members.map(\.key) }
 

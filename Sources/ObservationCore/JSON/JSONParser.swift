@@ -69,13 +69,15 @@ public struct JSONParser: ~Copyable {
     private mutating func object() throws(CoreError) -> JSON {
         try enter()
         index += 1
-        var members = JSONObject()
         skipWhitespace()
         if peek(UInt8(ascii: "}")) {
             index += 1
             depth -= 1
-            return .object(members)
+            return .object(JSONObject())
         }
+        var members = JSONObject()
+        // Room for a few members at once: growing one by one reallocates at 1, 2 and 4.
+        members.reserveCapacity(4)
         while true {
             skipWhitespace()
             guard peek(UInt8(ascii: "\"")) else { throw failure("expected a member name in double quotes") }
@@ -129,6 +131,7 @@ public struct JSONParser: ~Copyable {
     private mutating func string() throws(CoreError) -> String {
         index += 1  // opening quote
         let start = index
+        var bits: UInt8 = 0  // every byte or-ed: below 0x80 if all are ASCII
         // Fast path: no escapes.
         while index < bytes.count {
             let byte = bytes[index]
@@ -136,16 +139,26 @@ public struct JSONParser: ~Copyable {
                 try checkLength(index - start, of: start)
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                guard let text = String(validating: slice, as: UTF8.self) else {
+                guard let text = Self.text(slice, ascii: bits < 0x80) else {
                     throw failure("invalid UTF-8 in a string", at: start)
                 }
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { throw failure("control character in a string") }
+            bits |= byte
             index += 1
         }
         return try escapedString(from: start)
+    }
+
+    /// `bytes` as a string, nil if they are not valid UTF-8. Not `String(validating:as:)`: it
+    /// is generic and unspecialized, and looks up type metadata at run time on every call
+    /// (two thirds of its cost for a short string). Decoding replaces each invalid sequence by
+    /// U+FFFD, which is valid itself, so a decoded string whose bytes differ from `bytes` had some.
+    static func text(_ bytes: UnsafeBufferPointer<UInt8>, ascii: Bool) -> String? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return ascii || text.utf8.elementsEqual(bytes) ? text : nil
     }
 
     private func checkLength(_ count: Int, of start: Int) throws(CoreError) {
@@ -164,7 +177,7 @@ public struct JSONParser: ~Copyable {
             switch byte {
             case UInt8(ascii: "\""):
                 try checkLength(scratch.count, of: start)
-                guard let text = String(validating: scratch, as: UTF8.self) else {
+                guard let text = scratch.withUnsafeBufferPointer({ Self.text($0, ascii: false) }) else {
                     throw failure("invalid UTF-8 in a string", at: start)
                 }
                 return text

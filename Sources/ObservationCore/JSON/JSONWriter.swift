@@ -38,24 +38,36 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    /// Writes `text` as a JSON string literal.
+    /// Writes `text` as a JSON string literal: runs of bytes that need no escape are copied
+    /// whole (most strings are one run), not appended byte by byte.
     public mutating func write(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): raw("\\\"")
-            case UInt8(ascii: "\\"): raw("\\\\")
-            case 0x0A: raw("\\n")
-            case 0x0D: raw("\\r")
-            case 0x09: raw("\\t")
-            case 0..<0x20:
-                raw("\\u00")
-                bytes.append(Self.hexDigits[Int(byte >> 4)])
-                bytes.append(Self.hexDigits[Int(byte & 0xF)])
-            default: bytes.append(byte)
+        var text = text  // `withUTF8` is mutating (a bridged string is made contiguous); a native one is not copied
+        text.withUTF8 { utf8 in
+            var written = 0
+            for (offset, byte) in utf8.enumerated()
+            where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[written..<offset]))
+                escape(byte)
+                written = offset + 1
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[written...]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func escape(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): raw("\\\"")
+        case UInt8(ascii: "\\"): raw("\\\\")
+        case 0x0A: raw("\\n")
+        case 0x0D: raw("\\r")
+        case 0x09: raw("\\t")
+        default:
+            raw("\\u00")
+            bytes.append(Self.hexDigits[Int(byte >> 4)])
+            bytes.append(Self.hexDigits[Int(byte & 0xF)])
+        }
     }
 
     public mutating func write(_ number: Int) { Self.appendDecimal(number, to: &bytes) }
@@ -64,14 +76,16 @@ public struct JSONWriter: Sendable {
     /// ids go into every record and answer, and event ids into every SSE frame.
     public static func appendDecimal(_ number: Int, to bytes: inout [UInt8]) {
         if number < 0 { bytes.append(UInt8(ascii: "-")) }
-        let magnitude = number.magnitude
-        var divisor: UInt = 1
-        while divisor <= magnitude / 10 { divisor *= 10 }
-        var rest = magnitude
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-            rest %= divisor
-            divisor /= 10
+        var rest = number.magnitude
+        // From the last digit back, into room on the stack (20 digits: UInt.max), then one copy.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var first = digits.count
+            repeat {
+                first -= 1
+                digits[first] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[first...]))
         }
     }
 
