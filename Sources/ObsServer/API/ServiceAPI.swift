@@ -38,6 +38,7 @@ struct ServiceAPI: Sendable {
 /// Process-wide counters for `/v1/stats`. Lock-free (atomics).
 final class ServiceCounters: Sendable {
     let startedAt = ContinuousClock.now
+    private let startedNanos = BootClock.nanoseconds
     let requests = Atomic<Int>(0)
     /// When the last request arrived, in nanoseconds after `startedAt` (the idle queue waits for quiet).
     let lastRequestNanos = Atomic<Int64>(0)
@@ -49,8 +50,7 @@ final class ServiceCounters: Sendable {
 
     /// Marks the server busy now (a request arrived or was answered).
     func recordActivity() {
-        let (seconds, attoseconds) = (ContinuousClock.now - startedAt).components
-        lastRequestNanos.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
+        lastRequestNanos.store(BootClock.nanoseconds - startedNanos, ordering: .relaxed)
     }
 
     var lastRequest: ContinuousClock.Instant {

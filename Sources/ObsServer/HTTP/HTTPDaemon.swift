@@ -318,7 +318,7 @@ final class HTTPDaemon: Sendable {
         -> MHD_Result
     {
         if let onAnswer = options.onAnswer {
-            onAnswer(answer.route, answer.status, (ContinuousClock.now - pending.started).inSeconds)
+            onAnswer(answer.route, answer.status, BootClock.seconds(since: pending.started))
         }
         return queue(answer, connection, framing: pending.framing)
     }
@@ -551,7 +551,7 @@ private final class PendingRequest: @unchecked Sendable {
     var route = HTTPResponse.unrouted
     /// The hang-up watcher's token for the socket, while a parked answer asks for it.
     var watch: (socket: Int32, token: UInt64)?
-    let started = ContinuousClock.now
+    let started = BootClock.nanoseconds
 
     init(method: String, path: String, framing: StreamConnection.Framing) {
         self.method = method

@@ -113,8 +113,10 @@ extension ObjectGraph {
 
     /// Stores `value` at `target` (already checked) under `revision`.
     mutating func store(_ value: JSON, at target: WriteTarget, revision: Int) {
-        objects[target.objectID]?.values.assign(value, at: target.inner[...], key: target.key)
-        objects[target.objectID]?.revision = revision
+        // The id looked up once: through `objects[id]?`, each statement hashes it again.
+        guard let position = objects.index(forKey: target.objectID) else { return }
+        objects.values[position].values.assign(value, at: target.inner[...], key: target.key)
+        objects.values[position].revision = revision
     }
 }
 

@@ -92,7 +92,7 @@ extension StoreState {
     /// The admin stream's `valueChanged`, written straight to bytes: it goes out on every write.
     private mutating func emitValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:])
     {
-        var writer = JSONWriter(capacity: 96)
+        var writer = JSONWriter(capacity: 192)  // a value of a few members fits
         writer.raw("{\"object\":")
         writer.write(target.objectID)
         writer.raw(",\"keyPath\":")
