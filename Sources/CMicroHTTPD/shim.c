@@ -118,6 +118,12 @@ struct MHD_Response *cmhd_create_stream_response(size_t block_size, MHD_ContentR
     return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block_size, reader, context, free_callback);
 }
 
+#if MHD_VERSION < 0x00096800
+// Why: before 0.9.68, MHD_get_connection_values_n matched the kind exactly, not as a mask:
+// headers and query would silently come back empty.
+#error "libmicrohttpd 0.9.68 or later is needed"
+#endif
+
 int cmhd_request_fields(struct MHD_Connection *connection, MHD_KeyValueIteratorN iterator, void *context) {
     // Why: the kinds are a bitmask, which Swift's import of the enum cannot express.
     return MHD_get_connection_values_n(connection, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND, iterator, context);

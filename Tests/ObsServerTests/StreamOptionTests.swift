@@ -226,6 +226,30 @@ struct StreamOptionTests {
         stream.heartbeat()
         #expect(drain(stream) == [#"{"event":"progress","data":{"revision":9}}"#], "not the settled 2")
     }
+
+    @Test("one read sends all that fits: the opening retry: with synced, a backlog over several log batches")
+    func oneReadFillsTheChunk() {
+        let log = EventLog(label: "o", capacity: 1_000)
+        changeEvents(log, 1...600, revision: 1, batch: 1)  // a log batch is at most 256 events
+        let stream = EventStream(
+            log: log, cursor: 0, prelude: [], rebuild: nil, replayEnd: ReplayEnd(lastEventID: 600, revision: 1),
+            options: StreamOptions(framing: .sse), hub: StreamHub(), revisions: FixedRevision(1), onClose: {})
+        stream.start(StreamControl(wake: {}, abort: {}))
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        guard case .bytes(let count) = buffer.withUnsafeMutableBytes({ stream.read(into: $0) }) else {
+            Issue.record("the first read sent nothing")
+            return
+        }
+        let text = String(decoding: buffer.prefix(count), as: UTF8.self)
+        #expect(text.hasPrefix("retry: 3000\n\nid: 1\nevent: change\n"))
+        #expect(text.components(separatedBy: "event: change\n").count - 1 == 600)
+        #expect(text.hasSuffix("event: synced\ndata: {\"lastEventId\":600,\"revision\":1}\n\n"))
+        let next = buffer.withUnsafeMutableBytes { stream.read(into: $0) }
+        guard case .wait = next else {
+            Issue.record("then nothing more to send, not \(next)")
+            return
+        }
+    }
 }
 
 /// A settled revision that stays where a test puts it.

@@ -469,6 +469,7 @@ private struct RequestFields {
     /// Whether `name`, ASCII letters lowered, is `lowercase` (of the same length).
     private static func `is`(_ name: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
         lowercase.withUTF8Buffer { expected in
+            guard name.count == expected.count else { return false }
             for index in 0..<expected.count {
                 let byte = name[index]
                 let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte

@@ -127,7 +127,13 @@ final class EventStream: StreamBody {
     func read(into buffer: UnsafeMutableRawBufferPointer) -> StreamRead {
         state.withLock { state in
             if state.outbox.isEmpty, let end = refill(&state) { return end }
-            return .bytes(state.outbox.write(into: buffer))
+            var written = state.outbox.write(into: buffer)
+            // More while there is room: one chunk, one send (an opening stream's `retry:` and
+            // its `synced` went out as two sends). What stops it is told at the next read.
+            while state.outbox.isEmpty, written < buffer.count, refill(&state) == nil {
+                written += state.outbox.write(into: UnsafeMutableRawBufferPointer(rebasing: buffer[written...]))
+            }
+            return .bytes(written)
         }
     }
 
