@@ -85,6 +85,33 @@ struct HTTPLayerTests {
         }
     }
 
+    @Test(
+        "header names in any case; the first of a repeated header counts; a repeated query argument its last, decoded")
+    func headerAndQueryFields() throws {
+        try withServer { _, client in
+            func create(_ id: String, _ headerLines: String) throws -> Int {
+                let body = #"{"id":"\#(id)"}"#
+                let head =
+                    "POST /v1/objects HTTP/1.1\r\nHost: x\r\n\(headerLines)Content-Length: \(body.utf8.count)\r\n\r\n"
+                return try client.raw(Array((head + body).utf8)).status
+            }
+            #expect(try create("a", "content-TYPE: Application/JSON\r\n") == 201)
+            #expect(try create("b", "Content-Type: application/json\r\ncontent-type: text/plain\r\n") == 201)
+            #expect(try create("c", "content-type: text/plain\r\nContent-Type: application/json\r\n") == 415)
+            for id in ["d", "e", "f"] { _ = try client.createObject(id) }
+            func page(_ query: String) throws -> [String] {
+                guard case .object(let root) = try client.send("GET", "/v1/objects?" + query).json,
+                    case .array(let objects)? = root["objects"]
+                else { return [] }
+                return objects.compactMap {
+                    if case .object(let o) = $0, case .string(let id)? = o["id"] { id } else { nil }
+                }
+            }
+            #expect(try page("limit=4&limit=%32") == ["a", "b"])
+            #expect(try page("limit=2&limit=3").count == 3)
+        }
+    }
+
     @Test("a body that is not JSON by its Content-Type answers 415")
     func unsupportedMediaType() throws {
         try withServer { _, client in

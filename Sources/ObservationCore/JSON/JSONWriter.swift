@@ -45,8 +45,10 @@ public struct JSONWriter: Sendable {
         var text = text  // `withUTF8` is mutating (a bridged string is made contiguous); a native one is not copied
         text.withUTF8 { utf8 in
             var written = 0
-            for (offset, byte) in utf8.enumerated()
-            where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            // Indices, not `enumerated()`: unoptimized (debug) builds look the tuple type up per byte.
+            for offset in utf8.indices {
+                let byte = utf8[offset]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[written..<offset]))
                 escape(byte)
                 written = offset + 1
