@@ -128,9 +128,12 @@ final class EventStream: StreamBody {
         state.withLock { state in
             if state.outbox.isEmpty, let end = refill(&state) { return end }
             var written = state.outbox.write(into: buffer)
-            // More while there is room: one chunk, one send (an opening stream's `retry:` and
-            // its `synced` went out as two sends). What stops it is told at the next read.
-            while state.outbox.isEmpty, written < buffer.count, refill(&state) == nil {
+            // Until `synced`, more while there is room: one chunk, one send for the opening
+            // (`retry:`, the replay over several log batches, `synced`: it was a send each). Not
+            // once live: a wake brings one batch, and looking again would be a second log read
+            // per delivery (the next read finds the stream up to date anyway). What stops the
+            // loop is told at the next read.
+            while !state.synced, state.outbox.isEmpty, written < buffer.count, refill(&state) == nil {
                 written += state.outbox.write(into: UnsafeMutableRawBufferPointer(rebasing: buffer[written...]))
             }
             return .bytes(written)
