@@ -30,30 +30,22 @@ struct JSONBody {
     /// Whether a Content-Type names JSON: `application/json` or any `+json` type, parameters ignored.
     /// On every request with a body, so it compares bytes in place.
     static func isJSON(_ contentType: String) -> Bool {
-        let bytes = contentType.utf8.span
-        var start = 0
-        var end = 0
-        while end < bytes.count, bytes[end] != UInt8(ascii: ";") { end += 1 }
-        while start < end, isBlank(bytes[start]) { start += 1 }
-        while end > start, isBlank(bytes[end - 1]) { end -= 1 }
-        return equalsLowercased(bytes, start..<end, "application/json")
-            || (end - start > 5 && equalsLowercased(bytes, end - 5..<end, "+json"))
+        var contentType = contentType  // `withUTF8` is mutating; a native string is not copied
+        return contentType.withUTF8 { bytes in
+            var start = 0
+            var end = 0
+            while end < bytes.count, bytes[end] != UInt8(ascii: ";") { end += 1 }
+            while start < end, isBlank(bytes[start]) { start += 1 }
+            while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+            func part(_ range: Range<Int>) -> UnsafeRawBufferPointer {
+                UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[range]))
+            }
+            return ASCII.equalsLowercased(part(start..<end), "application/json")
+                || (end - start > 5 && ASCII.equalsLowercased(part(end - 5..<end), "+json"))
+        }
     }
 
     private static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
-
-    /// Whether `bytes[range]`, ASCII letters lowered, is `lowercase`.
-    private static func equalsLowercased(_ bytes: Span<UInt8>, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
-        guard range.count == lowercase.utf8CodeUnitCount else { return false }
-        return lowercase.withUTF8Buffer { expected in
-            for (offset, index) in range.enumerated() {
-                let byte = bytes[index]
-                let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
-                guard lowered == expected[offset] else { return false }
-            }
-            return true
-        }
-    }
 
     /// The member `key` as it is, or nil when absent.
     subscript(key: String) -> JSON? { members[key] }

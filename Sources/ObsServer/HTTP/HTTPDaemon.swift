@@ -453,29 +453,16 @@ private struct RequestFields {
     mutating func setHeader(_ name: UnsafeRawBufferPointer, _ value: String) {
         func first(_ field: inout String?) { if field == nil { field = value } }
         switch name.count {
-        case 6 where Self.is(name, "accept"): first(&headers.accept)
-        case 6 where Self.is(name, "origin"): first(&headers.origin)
-        case 10 where Self.is(name, "obs-client"): first(&headers.client)
-        case 12 where Self.is(name, "content-type"): first(&headers.contentType)
-        case 13 where Self.is(name, "authorization"): first(&headers.authorization)
-        case 13 where Self.is(name, "last-event-id"): first(&headers.lastEventID)
-        case 14 where Self.is(name, "content-length"): first(&contentLength)
-        case 15 where Self.is(name, "idempotency-key"): first(&headers.idempotencyKey)
-        case 29 where Self.is(name, "access-control-request-method"): first(&headers.corsRequestMethod)
+        case 6 where ASCII.equalsLowercased(name, "accept"): first(&headers.accept)
+        case 6 where ASCII.equalsLowercased(name, "origin"): first(&headers.origin)
+        case 10 where ASCII.equalsLowercased(name, "obs-client"): first(&headers.client)
+        case 12 where ASCII.equalsLowercased(name, "content-type"): first(&headers.contentType)
+        case 13 where ASCII.equalsLowercased(name, "authorization"): first(&headers.authorization)
+        case 13 where ASCII.equalsLowercased(name, "last-event-id"): first(&headers.lastEventID)
+        case 14 where ASCII.equalsLowercased(name, "content-length"): first(&contentLength)
+        case 15 where ASCII.equalsLowercased(name, "idempotency-key"): first(&headers.idempotencyKey)
+        case 29 where ASCII.equalsLowercased(name, "access-control-request-method"): first(&headers.corsRequestMethod)
         default: break
-        }
-    }
-
-    /// Whether `name`, ASCII letters lowered, is `lowercase` (of the same length).
-    private static func `is`(_ name: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
-        lowercase.withUTF8Buffer { expected in
-            guard name.count == expected.count else { return false }
-            for index in 0..<expected.count {
-                let byte = name[index]
-                let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
-                guard lowered == expected[index] else { return false }
-            }
-            return true
         }
     }
 
