@@ -34,6 +34,9 @@ final class StoreDatabase {
     private let delete: SQLiteDatabase.Statement
     private let setMeta: SQLiteDatabase.Statement
     private let append: SQLiteDatabase.Statement
+    private let begin: SQLiteDatabase.Statement
+    private let commit: SQLiteDatabase.Statement
+    private let rollback: SQLiteDatabase.Statement
 
     init(directory: String, sync: CommitSync = .full) throws(SQLiteError) {
         let path = directory + "/" + Self.fileName
@@ -60,6 +63,9 @@ final class StoreDatabase {
         delete = try database.prepare("DELETE FROM entities WHERE kind = ? AND id = ?")
         setMeta = try database.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)")
         append = try database.prepare("INSERT INTO commands(position, command) VALUES(?, ?)")
+        begin = try database.prepare("BEGIN IMMEDIATE")
+        commit = try database.prepare("COMMIT")
+        rollback = try database.prepare("ROLLBACK")
         let format = try meta()["format"]
         guard format == Self.format else {
             throw SQLiteError(description: "\(path) has data format \(format ?? 0); this server reads \(Self.format)")
@@ -90,12 +96,11 @@ final class StoreDatabase {
     /// Writes a batch in one transaction: its checkpoint (entity rows, counters, and the
     /// commands it covers deleted), then its commands appended.
     func write(_ batch: JournalBatch) throws(SQLiteError) {
-        try database.execute("BEGIN IMMEDIATE")
-        if let failure = apply(batch) {
-            try? database.execute("ROLLBACK")
+        if let failure = begin.runReportingFailure() { throw failure }
+        if let failure = apply(batch) ?? commit.runReportingFailure() {
+            _ = rollback.runReportingFailure()
             throw failure
         }
-        try database.execute("COMMIT")
     }
 
     /// The statements of one transaction; the first failure, if any.
