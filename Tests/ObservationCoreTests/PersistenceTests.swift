@@ -20,7 +20,10 @@ private struct DataDirectory {
                 snapshot.revision, snapshot.adminLastEventID, snapshot.clock, snapshot.position
             )
         }
-        commands += batch.encodedCommands()
+        batch.forEachEncodedCommand { position, bytes in
+            commands.append((position, Array(bytes)))
+            return true
+        }
         batch.publish()
     }
 

@@ -132,12 +132,14 @@ final class StoreDatabase {
                 if let failure = setMeta.runReportingFailure() { return failure }
             }
         }
-        for (position, bytes) in batch.encodedCommands() {
+        var failure: SQLiteError?
+        batch.forEachEncodedCommand { position, bytes in
             append.bind(1, position)
             append.bind(2, bytes)
-            if let failure = append.runReportingFailure() { return failure }
+            failure = append.runReportingFailure()
+            return failure == nil
         }
-        return nil
+        return failure
     }
 
     private func meta() throws(SQLiteError) -> [String: Int] {

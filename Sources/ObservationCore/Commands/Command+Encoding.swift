@@ -11,15 +11,22 @@ extension Command {
 
     /// `{"v":1,"t":<ms>,"a":"<kind>", …the action's fields…}`; absent optionals are left out.
     public func encoded() -> [UInt8] {
-        var writer = JSONWriter(capacity: 96)
+        var writer = JSONWriter(capacity: 160)
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    /// Appends `encoded()`'s bytes to `writer` (the committer reuses one buffer for a batch).
+    public func encode(into writer: inout JSONWriter) {
         writer.raw("{\"v\":1,\"t\":")
         writer.write(Int(time.milliseconds))
         writer.raw(",\"a\":")
         writer.write(action.kind)
-        for (name, value) in action.fields {
-            guard let value else { continue }
-            writer.raw(",")
-            writer.key(name)
+        action.forEachField { name, value in
+            guard let value else { return }
+            writer.raw(",\"")
+            writer.raw(name)  // a literal field name: nothing to escape
+            writer.raw("\":")
             writer.write(value)
         }
         if let by {
@@ -35,7 +42,6 @@ extension Command {
                 ])
         }
         writer.raw("}")
-        return writer.bytes
     }
 
     /// Decodes `encoded()`'s output; throws for anything else.
@@ -70,73 +76,89 @@ extension Command {
 }
 
 extension Command.Action {
-    /// The action's fields in encoding order (nil: absent).
-    fileprivate var fields: [(String, JSON?)] {
+    /// Calls `field` with each of the action's fields, in encoding order (nil: absent); no
+    /// array in between (a command is encoded for every durable write).
+    fileprivate func forEachField(_ field: (StaticString, JSON?) -> Void) {
         switch self {
-        case .defineClass(let name, let definition): [("name", .string(name)), ("definition", definition)]
-        case .deleteClass(let name): [("name", .string(name))]
+        case .defineClass(let name, let definition):
+            field("name", .string(name))
+            field("definition", definition)
+        case .deleteClass(let name):
+            field("name", .string(name))
         case .createObject(let id, let className, let values, let generatedID):
-            [
-                ("id", id.map(JSON.string)), ("class", className.map(JSON.string)), ("values", .object(values)),
-                ("generatedId", .string(generatedID)),
-            ]
+            field("id", id.map(JSON.string))
+            field("class", className.map(JSON.string))
+            field("values", .object(values))
+            field("generatedId", .string(generatedID))
         case .patch(let object, let values, let ifRevision):
-            [("object", .string(object)), ("values", .object(values)), ("ifRevision", ifRevision.map(JSON.int))]
-        case .deleteObject(let object): [("object", .string(object))]
+            field("object", .string(object))
+            field("values", .object(values))
+            field("ifRevision", ifRevision.map(JSON.int))
+        case .deleteObject(let object):
+            field("object", .string(object))
         case .setValue(let object, let keyPath, let value, let ifRevision):
-            [
-                ("object", .string(object)), ("keyPath", .string(keyPath)), ("value", value),
-                ("ifRevision", ifRevision.map(JSON.int)),
-            ]
+            field("object", .string(object))
+            field("keyPath", .string(keyPath))
+            field("value", value)
+            field("ifRevision", ifRevision.map(JSON.int))
         case .mutate(let object, let keyPath, let kind, let indexes, let values, let ifRevision):
-            [
-                ("object", .string(object)), ("keyPath", .string(keyPath)), ("kind", .string(kind)),
-                ("indexes", .array(indexes.map(JSON.int))), ("values", .array(values)),
-                ("ifRevision", ifRevision.map(JSON.int)),
-            ]
+            field("object", .string(object))
+            field("keyPath", .string(keyPath))
+            field("kind", .string(kind))
+            field("indexes", .array(indexes.map(JSON.int)))
+            field("values", .array(values))
+            field("ifRevision", ifRevision.map(JSON.int))
         case .notify(let object, let keyPaths):
-            [("object", .string(object)), ("keyPaths", .array(keyPaths.map(JSON.string)))]
+            field("object", .string(object))
+            field("keyPaths", .array(keyPaths.map(JSON.string)))
         case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client):
-            [
-                ("id", .string(id)), ("tokenHash", .string(tokenHash)), ("name", name.map(JSON.string)),
-                ("lease", .int(lease)), ("retainObserved", .bool(retainObserved)), ("replay", .int(replay)),
-                ("client", client.map(JSON.string)),
-            ]
+            field("id", .string(id))
+            field("tokenHash", .string(tokenHash))
+            field("name", name.map(JSON.string))
+            field("lease", .int(lease))
+            field("retainObserved", .bool(retainObserved))
+            field("replay", .int(replay))
+            field("client", client.map(JSON.string))
         case .deleteObserver(let observer), .keepalive(let observer), .progress(let observer):
-            [("observer", .string(observer))]
+            field("observer", .string(observer))
         case .observe(
             let observer, let object, let keyPaths, let options, let context, let registrationIDs, let throttle):
-            [
-                ("observer", .string(observer)), ("object", .string(object)),
-                ("keyPaths", .array(keyPaths.map(JSON.string))), ("options", .array(options.map(JSON.string))),
-                ("context", context), ("registrationIds", .array(registrationIDs.map(JSON.string))),
-                ("throttle", throttle.map(JSON.int)),
-            ]
+            field("observer", .string(observer))
+            field("object", .string(object))
+            field("keyPaths", .array(keyPaths.map(JSON.string)))
+            field("options", .array(options.map(JSON.string)))
+            field("context", context)
+            field("registrationIds", .array(registrationIDs.map(JSON.string)))
+            field("throttle", throttle.map(JSON.int))
         case .unobserve(let observer, let registration, let object, let keyPath):
-            [
-                ("observer", .string(observer)), ("registration", registration.map(JSON.string)),
-                ("object", object.map(JSON.string)), ("keyPath", keyPath.map(JSON.string)),
-            ]
+            field("observer", .string(observer))
+            field("registration", registration.map(JSON.string))
+            field("object", object.map(JSON.string))
+            field("keyPath", keyPath.map(JSON.string))
         case .subscribe(let observer, let name, let object, let subscriptionID):
-            [
-                ("observer", .string(observer)), ("name", name.map(JSON.string)), ("object", object.map(JSON.string)),
-                ("subscriptionId", .string(subscriptionID)),
-            ]
+            field("observer", .string(observer))
+            field("name", name.map(JSON.string))
+            field("object", object.map(JSON.string))
+            field("subscriptionId", .string(subscriptionID))
         case .unsubscribe(let observer, let subscription, let name, let object):
-            [
-                ("observer", .string(observer)), ("subscription", subscription.map(JSON.string)),
-                ("name", name.map(JSON.string)), ("object", object.map(JSON.string)),
-            ]
+            field("observer", .string(observer))
+            field("subscription", subscription.map(JSON.string))
+            field("name", name.map(JSON.string))
+            field("object", object.map(JSON.string))
         case .post(let name, let object, let userInfo, let posting, let coalesce):
-            [
-                ("name", .string(name)), ("object", object.map(JSON.string)), ("userInfo", userInfo),
-                ("posting", .string(posting)), ("coalesce", .array(coalesce.map(JSON.string))),
-            ]
-        case .expireLeases, .restart, .flushThrottled: []
-        case .deliverQueued(let posting): [("posting", .string(posting))]
+            field("name", .string(name))
+            field("object", object.map(JSON.string))
+            field("userInfo", userInfo)
+            field("posting", .string(posting))
+            field("coalesce", .array(coalesce.map(JSON.string)))
+        case .expireLeases, .restart, .flushThrottled: break
+        case .deliverQueued(let posting):
+            field("posting", .string(posting))
         case .openStream(let observer, let holder), .closeStream(let observer, let holder):
-            [("observer", observer.map(JSON.string)), ("holder", holder.map(JSON.string))]
-        case .nodeDown(let holder): [("holder", .string(holder))]
+            field("observer", observer.map(JSON.string))
+            field("holder", holder.map(JSON.string))
+        case .nodeDown(let holder):
+            field("holder", .string(holder))
         }
     }
 

@@ -102,9 +102,15 @@ public struct JournalBatch: Sendable {
 
     public var isEmpty: Bool { commands.isEmpty && checkpoint == nil }
 
-    /// The commands' encodings, for the log.
-    public func encodedCommands() -> [(position: Int, bytes: [UInt8])] {
-        commands.map { ($0.position, $0.command.encoded()) }
+    /// The commands' encodings, for the log: calls `body` with each command's position and
+    /// encoding, in order, until it returns false. The bytes are valid only during the call: one buffer serves the whole batch.
+    public func forEachEncodedCommand(_ body: (_ position: Int, _ bytes: UnsafeRawBufferPointer) -> Bool) {
+        var writer = JSONWriter(capacity: 256)
+        for entry in commands {
+            writer.bytes.removeAll(keepingCapacity: true)
+            entry.command.encode(into: &writer)
+            guard writer.bytes.withUnsafeBytes({ body(entry.position, $0) }) else { return }
+        }
     }
 
     /// This batch followed by `later` as one (a failed commit is retried together with what
