@@ -372,7 +372,7 @@ final class HTTPDaemon: Sendable {
         let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self, watch: watch)).toOpaque()
         guard
             let created = cmhd_create_stream_response(
-                Self.streamBlockBytes, Self.streamReader, context, Self.streamFreed)
+                framing == .chunked ? 1 : Self.streamBlockBytes, Self.streamReader, context, Self.streamFreed)
         else {
             Unmanaged<StreamContext>.fromOpaque(context).release()
             if let watch { watcher.unwatch(socket, token: watch) }
@@ -401,8 +401,9 @@ final class HTTPDaemon: Sendable {
     }
 
     /// The buffer libmicrohttpd allocates (zeroed) with each stream's response. Chunked (HTTP/1.1)
-    /// streams never use it: they are read straight into the connection's own buffer. Only an
-    /// HTTP/1.0 stream reads through it, in pieces of this size. Small keeps idle streams cheap.
+    /// streams never use it: they are read straight into the connection's own buffer, so theirs
+    /// is 1 byte (libmicrohttpd refuses 0). Only a stream without chunks (HTTP/1.0) reads
+    /// through it, in pieces of this size. Small keeps idle streams cheap.
     private static let streamBlockBytes = 256
 
     /// Called when the socket can take more of a stream.
