@@ -20,10 +20,7 @@ private struct DataDirectory {
                 snapshot.revision, snapshot.adminLastEventID, snapshot.clock, snapshot.position
             )
         }
-        batch.forEachEncodedCommand { position, bytes in
-            commands.append((position, Array(bytes)))
-            return true
-        }
+        commands += batch.commands
         batch.publish()
     }
 
@@ -146,7 +143,8 @@ struct PersistenceTests {
         let batch = store.takeBatch()
         #expect(batch.sequence == 50 && batch.checkpoint == nil)
         #expect(batch.commands.map(\.position) == Array(1...50))
-        #expect(batch.commands.last?.command.action == .setValue(object: "a", keyPath: "n", value: 50, ifRevision: nil))
+        let last = try Command(decoding: batch.commands.last?.bytes ?? [])
+        #expect(last.action == .setValue(object: "a", keyPath: "n", value: 50, ifRevision: nil))
         #expect(store.takeBatch().isEmpty)
         let checkpoint = store.takeBatch(checkpoint: true)
         #expect(checkpoint.checkpoint?.position == 50)

@@ -73,12 +73,7 @@ final class SQLiteDatabase {
         }
 
         func bind(_ index: Int32, _ bytes: [UInt8]) {
-            bytes.withUnsafeBytes { bind(index, $0) }
-        }
-
-        /// Binds a copy of `bytes` (SQLite copies them: the buffer may change after the call).
-        func bind(_ index: Int32, _ bytes: UnsafeRawBufferPointer) {
-            _ = csqlite_bind_blob(pointer, index, bytes.baseAddress, Int32(bytes.count))
+            bytes.withUnsafeBytes { _ = csqlite_bind_blob(pointer, index, $0.baseAddress, Int32($0.count)) }
         }
 
         func bind(_ index: Int32, _ value: Int) {

@@ -132,14 +132,12 @@ final class StoreDatabase {
                 if let failure = setMeta.runReportingFailure() { return failure }
             }
         }
-        var failure: SQLiteError?
-        batch.forEachEncodedCommand { position, bytes in
+        for (position, bytes) in batch.commands {
             append.bind(1, position)
             append.bind(2, bytes)
-            failure = append.runReportingFailure()
-            return failure == nil
+            if let failure = append.runReportingFailure() { return failure }
         }
-        return failure
+        return nil
     }
 
     private func meta() throws(SQLiteError) -> [String: Int] {

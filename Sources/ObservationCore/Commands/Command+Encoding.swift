@@ -12,12 +12,6 @@ extension Command {
     /// `{"v":1,"t":<ms>,"a":"<kind>", …the action's fields…}`; absent optionals are left out.
     public func encoded() -> [UInt8] {
         var writer = JSONWriter(capacity: 160)
-        encode(into: &writer)
-        return writer.bytes
-    }
-
-    /// Appends `encoded()`'s bytes to `writer` (the committer reuses one buffer for a batch).
-    public func encode(into writer: inout JSONWriter) {
         writer.raw("{\"v\":1,\"t\":")
         writer.write(Int(time.milliseconds))
         writer.raw(",\"a\":")
@@ -42,6 +36,7 @@ extension Command {
                 ])
         }
         writer.raw("}")
+        return writer.bytes
     }
 
     /// Decodes `encoded()`'s output; throws for anything else.

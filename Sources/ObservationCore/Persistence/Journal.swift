@@ -21,7 +21,8 @@ struct Journal: Sendable {
     let enabled: Bool
     /// The position of the last command recorded.
     private(set) var sequence: Int
-    private(set) var commands: [(position: Int, command: Command)] = []
+    /// The commands recorded since the last take: their positions and encodings.
+    private(set) var commands: [(position: Int, bytes: [UInt8])] = []
     private(set) var changed: [EntityKind: Set<String>] = [:]
     /// Event logs with events that become visible to streams when their command is durable,
     /// and the id of the last such event in each.
@@ -37,12 +38,12 @@ struct Journal: Sendable {
     /// Nothing waits to be committed.
     var isEmpty: Bool { commands.isEmpty && logs.isEmpty }
 
-    /// Records a command that was applied (it changed the state); returns its position.
-    mutating func record(_ command: Command) -> Int? {
+    /// Records a command that was applied (it changed the state), by its encoding; returns its position.
+    mutating func record(_ encoded: [UInt8]) -> Int? {
         guard enabled else { return nil }
         sequence += 1
         sinceCheckpoint += 1
-        commands.append((sequence, command))
+        commands.append((sequence, encoded))
         return sequence
     }
 
@@ -59,7 +60,7 @@ struct Journal: Sendable {
 
     /// Hands over the commands and held logs since the last take.
     mutating func takeCommands() -> (
-        commands: [(position: Int, command: Command)], logs: [(log: EventLog, through: Int)]
+        commands: [(position: Int, bytes: [UInt8])], logs: [(log: EventLog, through: Int)]
     ) {
         defer {
             commands = []

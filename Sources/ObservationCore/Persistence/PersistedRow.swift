@@ -90,8 +90,9 @@ public struct JournalBatch: Sendable {
         }
     }
 
-    /// The commands to append to the log (after the checkpoint, when there is one).
-    public let commands: [(position: Int, command: Command)]
+    /// The commands to append to the log (after the checkpoint, when there is one): their
+    /// positions and encodings (`Command.encoded()`).
+    public let commands: [(position: Int, bytes: [UInt8])]
     public let checkpoint: Checkpoint?
     /// Every command up to this position is in the batch (or in its checkpoint).
     public let sequence: Int
@@ -101,17 +102,6 @@ public struct JournalBatch: Sendable {
     var revision = 0
 
     public var isEmpty: Bool { commands.isEmpty && checkpoint == nil }
-
-    /// The commands' encodings, for the log: calls `body` with each command's position and
-    /// encoding, in order, until it returns false. The bytes are valid only during the call: one buffer serves the whole batch.
-    public func forEachEncodedCommand(_ body: (_ position: Int, _ bytes: UnsafeRawBufferPointer) -> Bool) {
-        var writer = JSONWriter(capacity: 256)
-        for entry in commands {
-            writer.bytes.removeAll(keepingCapacity: true)
-            entry.command.encode(into: &writer)
-            guard writer.bytes.withUnsafeBytes({ body(entry.position, $0) }) else { return }
-        }
-    }
 
     /// This batch followed by `later` as one (a failed commit is retried together with what
     /// came after it): a later checkpoint covers every command before it; two checkpoints

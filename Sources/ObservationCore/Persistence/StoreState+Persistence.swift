@@ -114,7 +114,7 @@ extension StoreState {
                 throw PersistenceError(
                     kind: .queue, id: "command \(position)", reason: "no longer applies: \(error.message)")
             }
-            _ = journal.record(command)
+            _ = journal.record(bytes)
             performed.append(effects)
         }
         journal.settleReplayed()

@@ -50,6 +50,10 @@ public final class Store: Sendable {
     /// writes, before it changes anything; background changes go on. `tap` sees the effects
     /// (under the lock, before they are performed: the determinism digest reads them there).
     public func execute(_ command: Command, tap: ((Effects) -> Void)? = nil) throws(CoreError) -> Outcome {
+        // Encoded for the journal before the lock, on the caller's thread: the lock is held
+        // for less, and what the command holds is released where it was made (the committer
+        // frees one buffer per command, not the command's strings and values).
+        let encoded = gated && command.changesState ? command.encoded() : nil
         let (result, signal) = state.withLock { state -> (Result<Outcome, CoreError>, Bool) in
             if command.action.isClientWrite, let outage = state.outage { return (.failure(outage.error), false) }
             let wasEmpty = state.journal.isEmpty
@@ -60,7 +64,7 @@ public final class Store: Sendable {
             guard case .success = result else { return (result, false) }
             // A replayed answer changed nothing: nothing to journal.
             if case .success(.replayed) = result { return (result, false) }
-            guard command.changesState, let position = state.journal.record(command) else {
+            guard let encoded, let position = state.journal.record(encoded) else {
                 return (result, false)
             }
             sequenceCounter.store(position, ordering: .releasing)
