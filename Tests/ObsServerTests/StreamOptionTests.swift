@@ -33,6 +33,16 @@ struct StreamOptionTests {
         }
     }
 
+    @Test("retry: is chosen at random per stream, spread over 2–5 s")
+    func retrySpread() {
+        let draws = (0..<3_000).map { _ in RetrySpread.next(in: 2_000...5_000) }
+        #expect(draws.allSatisfy { (2_000...5_000).contains($0) })
+        // Ten 300 ms bands: each gets about 300 of 3,000 draws; a fixed or clustered choice fails.
+        let bands = Dictionary(grouping: draws) { min(($0 - 2_000) / 300, 9) }.mapValues(\.count)
+        #expect(bands.count == 10 && bands.values.allSatisfy { (200...400).contains($0) }, "\(bands)")
+        #expect(Set(draws).count > 1_500, "not a short cycle")
+    }
+
     @Test("synced after a resume names the last event replayed; after a reset rebuild, the resume point")
     func syncedAfterResumeAndReset() throws {
         try withServer { server, client in

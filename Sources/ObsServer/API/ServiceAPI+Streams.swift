@@ -1,5 +1,6 @@
 import Foundation
 import ObservationCore
+import Synchronization
 
 extension ServiceAPI {
     func registerStreams(in router: inout RouterBuilder) {
@@ -18,7 +19,7 @@ extension ServiceAPI {
     private func openStream(_ request: HTTPRequest, observerID: String?) throws -> HTTPResponse {
         let options = StreamOptions(
             framing: Self.wantsNDJSON(request) ? .ndjson : .sse, commits: try request.flagQuery("commits"),
-            progress: try request.flagQuery("progress"), retryMilliseconds: Int.random(in: 2_000...5_000))
+            progress: try request.flagQuery("progress"), retryMilliseconds: RetrySpread.next(in: 2_000...5_000))
         let resumeText = request.headers.lastEventID ?? request.stringQuery("lastEventId")
         let (log, close) = try streamLog(of: observerID)
         // The revision first, then the log: the replay up to its last visible event then holds
@@ -95,5 +96,20 @@ extension ServiceAPI {
                 cluster.submit(Command(time: .now(), .closeStream(observer: observerID, holder: holder))) { _ in }
             }
         )
+    }
+}
+
+/// Chooses each stream's `retry:` at random within a range without a system call per stream
+/// (`Int.random` reads `getrandom` on every call): SplitMix64, seeded once from the system's
+/// generator; one atomic step per stream, no lock.
+enum RetrySpread {
+    private static let state = Atomic<UInt64>(UInt64.random(in: .min ... .max))
+
+    static func next(in range: ClosedRange<Int>) -> Int {
+        var mixed = state.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        mixed ^= mixed >> 31
+        return range.lowerBound + Int(((mixed >> 32) &* UInt64(range.count)) >> 32)
     }
 }
