@@ -434,11 +434,11 @@ final class HTTPDaemon: Sendable {
         guard let context, let key else { return .YES }
         let fields = context.assumingMemoryBound(to: RequestFields.self)
         let name = UnsafeRawBufferPointer(start: key, count: keySize)
-        let text = value.map { RequestFields.text(UnsafeRawBufferPointer(start: $0, count: valueSize)) }
+        let bytes = value.map { UnsafeRawBufferPointer(start: $0, count: valueSize) }
         if kind == .GET_ARGUMENT_KIND {
-            fields.pointee.query[String(decoding: name, as: UTF8.self)] = text ?? ""
-        } else if let text {
-            fields.pointee.setHeader(name, text)
+            fields.pointee.query[String(decoding: name, as: UTF8.self)] = bytes.map(RequestFields.text) ?? ""
+        } else if let bytes {
+            fields.pointee.setHeader(name, bytes)
         }
         return .YES
     }
@@ -450,9 +450,10 @@ private struct RequestFields {
     var contentLength: String?
     var query: [String: String] = [:]
 
-    /// Keeps `value` if `name` (any case) is a header the service reads and it is its first.
-    mutating func setHeader(_ name: UnsafeRawBufferPointer, _ value: String) {
-        func first(_ field: inout String?) { if field == nil { field = value } }
+    /// Keeps `value` if `name` (any case) is a header the service reads and it is its first
+    /// (made a `String` only then: most headers are not read).
+    mutating func setHeader(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        func first(_ field: inout String?) { if field == nil { field = Self.text(value) } }
         switch name.count {
         case 6 where ASCII.equalsLowercased(name, "accept"): first(&headers.accept)
         case 6 where ASCII.equalsLowercased(name, "origin"): first(&headers.origin)

@@ -257,10 +257,28 @@ public struct JSONParser: ~Copyable {
             if peek(UInt8(ascii: "+")) || peek(UInt8(ascii: "-")) { index += 1 }
             guard digits() > 0 else { throw failure("invalid number: digits expected in exponent", at: start) }
         }
+        if isInteger, let value = integer(from: start) { return .int(value) }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        if isInteger, let value = Int(text) { return .int(value) }
         guard let value = Double(text), value.isFinite else { throw failure("number out of range", at: start) }
         return .double(value)
+    }
+
+    /// The integer just scanned (`-`? digits, from `start`), straight from the bytes (no
+    /// `String` in between); nil when it does not fit an `Int` (it is read as a double then).
+    private func integer(from start: Int) -> Int? {
+        let negative = bytes[start] == UInt8(ascii: "-")
+        var value = 0
+        for offset in (negative ? start + 1 : start)..<index {
+            let digit = Int(bytes[offset] &- UInt8(ascii: "0"))
+            // Accumulated negatively: Int.min has no positive counterpart.
+            let (shifted, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (next, underflowed) = shifted.subtractingReportingOverflow(digit)
+            if overflowed || underflowed { return nil }
+            value = next
+        }
+        if negative { return value }
+        let (positive, overflowed) = (0).subtractingReportingOverflow(value)
+        return overflowed ? nil : positive
     }
 
     private mutating func digits() -> Int {
