@@ -245,14 +245,11 @@ final class HTTPDaemon: Sendable {
             return awaitAnswer(deferred, pending, connection)
         }
         if let ticket = answer.holdUntil, let gate = options.gate {
-            let handle = ConnectionHandle(pointer: connection)
             pending.held = answer
-            let decision = gate.hold(until: ticket) {
+            pending.connection = ConnectionHandle(pointer: connection)
+            let decision = gate.hold(pending, until: ticket) {
                 held.withLock { $0 += 1 }
                 MHD_suspend_connection(connection)
-            } release: { passed in
-                if !passed { pending.abandoned = true }
-                MHD_resume_connection(handle.pointer)
             }
             switch decision {
             case .parked: return .YES
@@ -522,7 +519,7 @@ private struct ConnectionHandle: @unchecked Sendable {
 ///
 /// Unchecked Sendable: libmicrohttpd calls back for one connection on one
 /// thread at a time, so the fields are never touched concurrently.
-private final class PendingRequest: @unchecked Sendable {
+private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     let method: String
     let path: String
     /// How a stream answer would be framed (from the request's HTTP version).
@@ -536,6 +533,8 @@ private final class PendingRequest: @unchecked Sendable {
     var held: HTTPResponse?
     /// The gate gave up on the held answer (shutdown): close without answering.
     var abandoned = false
+    /// The connection, while its answer is held at the gate.
+    var connection: ConnectionHandle?
     /// The answer that comes later, while the connection is parked for it, and its route.
     var deferred: DeferredAnswer?
     var route = HTTPResponse.unrouted
@@ -547,5 +546,12 @@ private final class PendingRequest: @unchecked Sendable {
         self.method = method
         self.path = path
         self.framing = framing
+    }
+
+    /// The gate's verdict on the held answer (on the gate's thread; the connection is
+    /// suspended, so libmicrohttpd does not touch this request meanwhile).
+    func release(passed: Bool) {
+        if !passed { abandoned = true }
+        if let connection { MHD_resume_connection(connection.pointer) }
     }
 }

@@ -8,7 +8,8 @@ import ObservationCore
 final class CommitGate: ResponseGate {
     private struct State {
         var durable = 0
-        var waiting: [(ticket: Int, release: @Sendable (Bool) -> Void)] = []
+        /// In the order they were parked; kept in place (its storage is reused, not reallocated).
+        var waiting: [(ticket: Int, answer: any HeldAnswer)] = []
         var abandoned = false
     }
 
@@ -21,12 +22,12 @@ final class CommitGate: ResponseGate {
         state = Locked(initial)
     }
 
-    func hold(until ticket: Int, park: () -> Void, release: @escaping @Sendable (Bool) -> Void) -> GateDecision {
+    func hold(_ answer: any HeldAnswer, until ticket: Int, park: () -> Void) -> GateDecision {
         state.withLock { state in
             guard ticket > state.durable else { return .passed }
             guard !state.abandoned else { return .abandoned }
             park()
-            state.waiting.append((ticket, release))
+            state.waiting.append((ticket, answer))
             return .parked
         }
     }
@@ -35,12 +36,9 @@ final class CommitGate: ResponseGate {
     func open(through sequence: Int) {
         state.withLock { state in
             state.durable = max(state.durable, sequence)
-            guard !state.waiting.isEmpty else { return }
-            var still: [(ticket: Int, release: @Sendable (Bool) -> Void)] = []
-            for waiter in state.waiting {
-                if waiter.ticket <= state.durable { waiter.release(true) } else { still.append(waiter) }
-            }
-            state.waiting = still
+            let durable = state.durable
+            for waiter in state.waiting where waiter.ticket <= durable { waiter.answer.release(passed: true) }
+            state.waiting.removeAll { $0.ticket <= durable }
         }
     }
 
@@ -48,7 +46,7 @@ final class CommitGate: ResponseGate {
     func abandon() {
         state.withLock { state in
             state.abandoned = true
-            for waiter in state.waiting { waiter.release(false) }
+            for waiter in state.waiting { waiter.answer.release(passed: false) }
             state.waiting = []
         }
     }

@@ -62,11 +62,13 @@ struct Journal: Sendable {
     mutating func takeCommands() -> (
         commands: [(position: Int, bytes: [UInt8])], logs: [(log: EventLog, through: Int)]
     ) {
-        defer {
-            commands = []
-            logs = [:]
-        }
-        return (commands, Array(logs.values))
+        let taken = commands
+        // Room for a batch like this one: the next batch grows into it instead of through
+        // every power of two (whose larger steps make malloc consolidate its free lists).
+        commands = []
+        commands.reserveCapacity(taken.count)
+        defer { logs = [:] }
+        return (taken, Array(logs.values))
     }
 
     /// Hands over the entities changed since the last checkpoint.
