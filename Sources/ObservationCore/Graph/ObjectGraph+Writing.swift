@@ -9,21 +9,44 @@ struct WriteTarget {
 }
 
 extension ObjectGraph {
+    /// Where `value` goes when it is set at `path` from object `id` (at revision `ifRevision`,
+    /// when given), checked as `writeTarget` and `checkAssignable` check it. The object is
+    /// looked up once for all of it, and let go before the caller stores (held across the
+    /// store, its values would be copied).
+    func checkedTarget(_ value: JSON, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError)
+        -> WriteTarget
+    {
+        let object = try existingObject(id)
+        try checkRevision(object, ifRevision)
+        let target = try writeTarget(path, from: object)
+        try checkAssignable(value, to: target, in: target.objectID == object.id ? object : nil)
+        return target
+    }
+
+    /// Where a write to `path` from object `id` lands (at revision `ifRevision`, when given).
+    func writeTarget(_ path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError) -> WriteTarget {
+        let object = try existingObject(id)
+        try checkRevision(object, ifRevision)
+        return try writeTarget(path, from: object)
+    }
+
     /// Finds where `setValue:forKeyPath:` writes: every link but the last must
     /// be a plain JSON object or a reference; nothing is created on the way.
-    func writeTarget(_ path: KeyPath, from id: String) throws(CoreError) -> WriteTarget {
+    func writeTarget(_ path: KeyPath, from object: StoredObject) throws(CoreError) -> WriteTarget {
         // Every component a key (read in place: a write's path is not copied into an array).
         guard !path.hasCollectionOperator, case .key(let last)? = path.components.last else {
             throw CoreError(.invalidKeyPath, "'\(path)' uses a collection operator; it can be read, not set")
         }
-        let object = try existingObject(id)
         try checker.check(path, from: object.className)
+        let id = object.id
         var targetID = id
         var inner: [String] = []
         var walked: [String] = []
         for case .key(let key) in path.components.dropLast() {
             walked.append(key)
-            if inner.isEmpty, let target = objects[targetID], schema(of: target)?.properties[key]?.computed != nil {
+            if inner.isEmpty, let target = targetID == id ? object : objects[targetID],
+                schema(of: target)?.properties[key]?.computed != nil
+            {
                 throw CoreError(
                     .readOnly, "'\(walked.joined(separator: "."))' is computed; nothing can be set through it")
             }
@@ -47,9 +70,12 @@ extension ObjectGraph {
     }
 
     /// Checks that `value` may be stored at `target`: the key exists in the
-    /// object's class, is not computed, and the value has the declared type.
-    func checkAssignable(_ value: JSON, to target: WriteTarget) throws(CoreError) {
-        guard let object = objects[target.objectID] else { throw CoreError.notFound("object", target.objectID) }
+    /// object's class, is not computed, and the value has the declared type. `known`: the
+    /// target's object when the caller has it (saves looking it up again).
+    func checkAssignable(_ value: JSON, to target: WriteTarget, in known: StoredObject? = nil) throws(CoreError) {
+        guard let object = known ?? objects[target.objectID] else {
+            throw CoreError.notFound("object", target.objectID)
+        }
         var type: PropertyType?
         if target.inner.isEmpty, let schema = schema(of: object) {
             guard let spec = schema.properties[target.key] else {

@@ -4,10 +4,7 @@ extension StoreState {
     mutating func setValue(_ value: JSON, at keyPath: String, of id: String, ifRevision: Int?) throws(CoreError)
         -> Int
     {
-        let path = try KeyPath(keyPath)
-        try graph.checkRevision(try graph.existingObject(id), ifRevision)
-        let target = try graph.writeTarget(path, from: id)
-        try graph.checkAssignable(value, to: target)
+        let target = try graph.checkedTarget(value, at: try KeyPath(keyPath), of: id, ifRevision: ifRevision)
         let revision = nextRevision()
         store(value, at: target, revision: revision)
         if registrations.isObserved(target.objectID) { propagate([write(at: target)], revision: revision) }
@@ -47,8 +44,7 @@ extension StoreState {
         }
         let mutation = try ArrayMutation(kind: kind, indexes: indexes, values: values)
         let path = try KeyPath(keyPath)
-        try graph.checkRevision(try graph.existingObject(id), ifRevision)
-        let target = try graph.writeTarget(path, from: id)
+        let target = try graph.writeTarget(path, of: id, ifRevision: ifRevision)
         let current = graph.storedValue(at: target)
         guard case .array(let array) = current else {
             throw CoreError(
