@@ -118,10 +118,12 @@ struct MHD_Response *cmhd_create_stream_response(size_t block_size, MHD_ContentR
     return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block_size, reader, context, free_callback);
 }
 
-#if MHD_VERSION < 0x00096800
+#if MHD_VERSION < 0x00097400
 // Why: before 0.9.68, MHD_get_connection_values_n matched the kind exactly, not as a mask:
-// headers and query would silently come back empty.
-#error "libmicrohttpd 0.9.68 or later is needed"
+// headers and query would silently come back empty. Before 0.9.74, an HTTP/1.1 stream was
+// not chunked when the client sent `Connection: close`, while a stream's direct writes
+// frame chunks for every HTTP/1.1 request (StreamConnection.Framing).
+#error "libmicrohttpd 0.9.74 or later is needed"
 #endif
 
 int cmhd_request_fields(struct MHD_Connection *connection, MHD_KeyValueIteratorN iterator, void *context) {

@@ -131,6 +131,34 @@ struct PersistenceTests {
         #expect(events.map(\.id) == [1])
     }
 
+    @Test("a command's encoding is fixed, field by field: a log written today is read by later versions")
+    func commandEncodingIsStable() throws {
+        let time = Timestamp(milliseconds: 1_700_000_000_123)
+        let cases: [(Command, String)] = [
+            (
+                Command(time: time, .setValue(object: "a", keyPath: "n.m", value: ["x": 1], ifRevision: 7), by: "c1"),
+                #"{"v":1,"t":1700000000123,"a":"setValue","object":"a","keyPath":"n.m","value":{"x":1},"ifRevision":7,"by":"c1"}"#
+            ),
+            (
+                Command(
+                    time: time,
+                    .observe(
+                        observer: "w", object: "a", keyPaths: ["n"], options: ["new", "old"], context: nil,
+                        registrationIDs: ["r1"], throttle: nil)),
+                #"{"v":1,"t":1700000000123,"a":"observe","observer":"w","object":"a","keyPaths":["n"],"options":["new","old"],"registrationIds":["r1"]}"#
+            ),
+            (
+                Command(time: time, .closeStream(observer: nil, holder: "node-2")),
+                #"{"v":1,"t":1700000000123,"a":"closeStream","holder":"node-2"}"#
+            ),
+            (Command(time: time, .expireLeases), #"{"v":1,"t":1700000000123,"a":"expireLeases"}"#),
+        ]
+        for (command, expected) in cases {
+            #expect(String(decoding: command.encoded(), as: UTF8.self) == expected)
+            #expect(try Command(decoding: Array(expected.utf8)) == command)
+        }
+    }
+
     @Test("a batch carries each applied command once, by position; a checkpoint each changed entity once")
     func batches() throws {
         let store = try Store(restoring: PersistedImage())

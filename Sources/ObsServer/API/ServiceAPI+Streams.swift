@@ -106,6 +106,7 @@ enum RetrySpread {
     private static let state = Atomic<UInt64>(UInt64.random(in: .min ... .max))
 
     static func next(in range: ClosedRange<Int>) -> Int {
+        precondition(range.count <= 1 << 32, "RetrySpread draws from at most 2^32 values")
         var mixed = state.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
         mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
         mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB

@@ -508,17 +508,21 @@ private final class StreamContext: Sendable {
     }
 }
 
-/// A connection pointer captured by a stream's suspend/resume functions.
+/// A connection pointer captured by a stream's suspend/resume functions, or kept by an
+/// answer held at the gate (which resumes it).
 private struct ConnectionHandle: @unchecked Sendable {
     // Unchecked: libmicrohttpd allows resuming from any thread; StreamConnection calls
-    // suspend and resume only under its own lock, so uses never overlap.
+    // suspend and resume only under its own lock, and the gate resumes a held answer's
+    // connection once, under its lock, after the event loop suspended it: uses never overlap.
     let pointer: OpaquePointer
 }
 
 /// One request's state between libmicrohttpd's calls (headers, body chunks, answer).
 ///
 /// Unchecked Sendable: libmicrohttpd calls back for one connection on one
-/// thread at a time, so the fields are never touched concurrently.
+/// thread at a time, so the fields are never touched concurrently. The one call from
+/// elsewhere, the gate's `release(passed:)`, comes while the connection is suspended
+/// (libmicrohttpd calls nothing for it until the resume that call makes).
 private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     let method: String
     let path: String
@@ -533,7 +537,7 @@ private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     var held: HTTPResponse?
     /// The gate gave up on the held answer (shutdown): close without answering.
     var abandoned = false
-    /// The connection, while its answer is held at the gate.
+    /// The connection, set when its answer is held at the gate (for the gate's resume).
     var connection: ConnectionHandle?
     /// The answer that comes later, while the connection is parked for it, and its route.
     var deferred: DeferredAnswer?

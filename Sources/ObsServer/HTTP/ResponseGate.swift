@@ -14,7 +14,7 @@ protocol ResponseGate: Sendable {
 }
 
 /// An answer parked at a gate. The request's own state, not a closure: parking allocates
-/// nothing, and the gate's thread frees nothing the event loop allocated.
+/// nothing on the event loop for the gate's thread to free.
 protocol HeldAnswer: AnyObject, Sendable {
     func release(passed: Bool)
 }

@@ -49,6 +49,9 @@ final class SQLiteDatabase {
 
     fileprivate var lastError: String { String(cString: sqlite3_errmsg(handle)) }
 
+    /// A transaction is open (SQLite is not in autocommit mode).
+    var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     /// A prepared statement: bind, step, read columns, reset.
     final class Statement {
         private let pointer: OpaquePointer

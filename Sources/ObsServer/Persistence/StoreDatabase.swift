@@ -96,6 +96,9 @@ final class StoreDatabase {
     /// Writes a batch in one transaction: its checkpoint (entity rows, counters, and the
     /// commands it covers deleted), then its commands appended.
     func write(_ batch: JournalBatch) throws(SQLiteError) {
+        // A transaction left open (its rollback failed last time) is rolled back first, or
+        // every retry would fail to begin.
+        if database.inTransaction { _ = rollback.runReportingFailure() }
         if let failure = begin.runReportingFailure() { throw failure }
         if let failure = apply(batch) ?? commit.runReportingFailure() {
             _ = rollback.runReportingFailure()
