@@ -78,6 +78,20 @@ struct PollingTests {
         try client.get("/v1/observers/\(observer)")["streams"]
     }
 
+    /// Waits until the observer counts `count` streams (waiting polls included); false after
+    /// `limit` seconds. The bound is generous: under ThreadSanitizer, with every suite running
+    /// at once on two cores, a poll has taken more than 3 s to reach its handler.
+    func awaitStreams(_ client: TestClient, _ observer: String, _ count: Int, within limit: TimeInterval = 20)
+        throws -> Bool
+    {
+        let deadline = Date().addingTimeInterval(limit)
+        while try streams(client, observer) != .int(count) {
+            guard Date() < deadline else { return false }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return true
+    }
+
     @Test("NDJSON and polling agree event for event with SSE on the same observer, across a reset")
     func agreesWithStreams() throws {
         try withServer { server, client in
@@ -283,9 +297,7 @@ struct PollingTests {
             _ = request.utf8CString.withUnsafeBufferPointer {
                 Glibc.send(socket, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL))
             }
-            let deadline = Date().addingTimeInterval(3)
-            while try streams(client, id) != 1, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            #expect(try streams(client, id) == 1)
+            try #require(try awaitStreams(client, id, 1), "the poll is waiting")
             Glibc.close(socket)
             let closed = Date()
             while try streams(client, id) != 0, Date() < closed.addingTimeInterval(3) {
@@ -303,8 +315,7 @@ struct PollingTests {
             let id = try client.createObserver()
             let port = server.port
             let waiting = Background { try TestClient(port: port).poll("/v1/observers/\(id)/events?after=0&wait=30") }
-            let deadline = Date().addingTimeInterval(3)
-            while try streams(client, id) != 1, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            try #require(try awaitStreams(client, id, 1), "the poll is waiting before the server stops")
             let stopping = Date()
             server.stop()
             let answer = try waiting.wait(timeout: 5)

@@ -52,8 +52,9 @@ final class HTTPDaemon: Sendable {
     /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
     /// when stopped with suspended connections).
     private let streams = Locked(OpenStreams())
-    /// Connections suspended while their answer waits at the gate or is deferred (`stop()`
-    /// waits for them too).
+    /// Requests whose answer waited at the gate or was deferred, until libmicrohttpd reports
+    /// them complete (answer sent, or connection gone): `stop()` waits for them, so an answer
+    /// queued just before the stop is sent, not cut off by it.
     private let held = Locked(0)
     /// Deferred answers whose connections are parked (`stop()` gives up on those left).
     private let parked = Locked<[ObjectIdentifier: DeferredAnswer]>([:])
@@ -196,7 +197,11 @@ final class HTTPDaemon: Sendable {
     private static let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
         guard let requestContext, let pointer = requestContext.pointee else { return }
         let pending = Unmanaged<PendingRequest>.fromOpaque(pointer).takeRetainedValue()
-        if let context { Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue().unwatch(pending) }
+        if let context {
+            let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
+            daemon.unwatch(pending)
+            if pending.countedHeld { daemon.held.withLock { $0 -= 1 } }
+        }
         requestContext.pointee = nil
     }
 
@@ -218,14 +223,12 @@ final class HTTPDaemon: Sendable {
     private func finish(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
         if let deferred = pending.deferred {
             pending.deferred = nil
-            held.withLock { $0 -= 1 }
             parked.withLock { $0[ObjectIdentifier(deferred)] = nil }
             unwatch(pending)
             return deliver(deferred.take()?(), pending, connection)
         }
         if let answer = pending.held {
             pending.held = nil
-            held.withLock { $0 -= 1 }
             if pending.abandoned { return .NO }  // closed unanswered: durability unknown
             return answered(pending, answer, connection)
         }
@@ -248,7 +251,7 @@ final class HTTPDaemon: Sendable {
             pending.held = answer
             pending.connection = ConnectionHandle(pointer: connection)
             let decision = gate.hold(pending, until: ticket) {
-                held.withLock { $0 += 1 }
+                countHeld(pending)
                 MHD_suspend_connection(connection)
             }
             switch decision {
@@ -269,7 +272,7 @@ final class HTTPDaemon: Sendable {
         let handle = ConnectionHandle(pointer: connection)
         pending.deferred = deferred
         let ready = deferred.hold {
-            held.withLock { $0 += 1 }
+            countHeld(pending)
             parked.withLock { $0[ObjectIdentifier(deferred)] = deferred }
             MHD_suspend_connection(connection)
         } release: {
@@ -301,6 +304,14 @@ final class HTTPDaemon: Sendable {
         answer.route = pending.route
         if let next = answer.deferred { return awaitAnswer(next, pending, connection) }
         return answered(pending, answer, connection)
+    }
+
+    /// Counts a request as held (once, however often its answer is deferred again) until
+    /// libmicrohttpd reports it complete.
+    private func countHeld(_ pending: PendingRequest) {
+        guard !pending.countedHeld else { return }
+        pending.countedHeld = true
+        held.withLock { $0 += 1 }
     }
 
     /// Stops watching a parked answer's socket for hang-up (before libmicrohttpd may close it).
@@ -539,6 +550,8 @@ private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     var abandoned = false
     /// The connection, set when its answer is held at the gate (for the gate's resume).
     var connection: ConnectionHandle?
+    /// Counted in the daemon's `held` (its answer waited), until it completes.
+    var countedHeld = false
     /// The answer that comes later, while the connection is parked for it, and its route.
     var deferred: DeferredAnswer?
     var route = HTTPResponse.unrouted
