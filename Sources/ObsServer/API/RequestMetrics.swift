@@ -26,18 +26,23 @@ final class RequestMetrics: Sendable {
         }
     }
 
-    private let histograms = Locked<[String: Histogram]>([:])
+    /// By route number (`RouteLabel.number`): the routes that answered so far have a histogram.
+    private let histograms = Locked<[(route: String, histogram: Histogram)?]>([])
 
-    func record(route: String, status: Int, seconds: Double) {
+    func record(route: RouteLabel, status: Int, seconds: Double) {
         let bucket = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
         histograms.withLock { histograms in
-            histograms[route, default: Histogram()].record(bucket: bucket, seconds: seconds, status: status)
+            if route.number >= histograms.count {
+                histograms.append(contentsOf: repeatElement(nil, count: route.number + 1 - histograms.count))
+            }
+            if histograms[route.number] == nil { histograms[route.number] = (route.name, Histogram()) }
+            histograms[route.number]?.histogram.record(bucket: bucket, seconds: seconds, status: status)
         }
     }
 
     /// The histograms and per-status counts in Prometheus text format.
     func render(into text: inout String) {
-        let snapshot = histograms.withLock { $0 }
+        let snapshot = histograms.withLock { $0 }.compactMap { $0 }.map { (key: $0.route, value: $0.histogram) }
         text += "# HELP obs_http_request_duration_seconds Time from request to queued answer, per route.\n"
         text += "# TYPE obs_http_request_duration_seconds histogram\n"
         for (route, histogram) in snapshot.sorted(by: { $0.key < $1.key }) {

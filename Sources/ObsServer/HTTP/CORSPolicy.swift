@@ -107,7 +107,7 @@ struct CORSPolicy: Sendable {
             ("Access-Control-Allow-Methods", Self.allowMethods), ("Access-Control-Allow-Headers", Self.allowHeaders),
             ("Access-Control-Max-Age", String(Self.maxAge)),
         ]
-        response.route = "OPTIONS preflight"
+        response.route = .preflight
         return response
     }
 }

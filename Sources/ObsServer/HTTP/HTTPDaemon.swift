@@ -24,7 +24,7 @@ struct HTTPDaemonOptions: Sendable {
     /// What answers carrying `holdUntil` wait for (none: they go at once).
     var gate: (any ResponseGate)?
     /// Told of every answer: its route, status and seconds since the request began.
-    var onAnswer: (@Sendable (_ route: String, _ status: Int, _ seconds: Double) -> Void)?
+    var onAnswer: (@Sendable (_ route: RouteLabel, _ status: Int, _ seconds: Double) -> Void)?
     /// Where libmicrohttpd's own messages go (at debug level).
     var logger = Logger(label: "obs-server.http")
     /// Cross-origin access (nil: no CORS header on any answer).
@@ -300,7 +300,7 @@ final class HTTPDaemon: Sendable {
         -> MHD_Result
     {
         guard var answer = produced else { return .NO }
-        if answer.route != HTTPResponse.unrouted { pending.route = answer.route }
+        if answer.route != .unrouted { pending.route = answer.route }
         answer.route = pending.route
         if let next = answer.deferred { return awaitAnswer(next, pending, connection) }
         return answered(pending, answer, connection)
@@ -554,7 +554,7 @@ private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     var countedHeld = false
     /// The answer that comes later, while the connection is parked for it, and its route.
     var deferred: DeferredAnswer?
-    var route = HTTPResponse.unrouted
+    var route = RouteLabel.unrouted
     /// The hang-up watcher's token for the socket, while a parked answer asks for it.
     var watch: (socket: Int32, token: UInt64)?
     let started = BootClock.nanoseconds

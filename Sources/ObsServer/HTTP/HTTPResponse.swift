@@ -16,10 +16,7 @@ struct HTTPResponse: Sendable {
     /// for writes that store nothing (a keepalive), so they go on while the disk refuses writes.
     var reportsDurableChange = true
     /// The route that answered (`GET /v1/objects/{id}`), for latency figures.
-    var route = unrouted
-
-    /// The route of an answer no route made.
-    static let unrouted = "unmatched"
+    var route = RouteLabel.unrouted
 
     static let jsonContentType = "application/json; charset=utf-8"
 
@@ -69,4 +66,23 @@ struct HTTPResponse: Sendable {
 
     /// 204 No Content.
     static let noContent = HTTPResponse(status: 204, contentType: "", body: [])
+}
+
+/// A route's name in figures (`GET /v1/objects/{id}`) and its number, under which figures
+/// keep it: an answer's figures go to a slot by number, not by hashing the name.
+struct RouteLabel: Sendable, Equatable {
+    let name: String
+    /// Distinct for each name a server's router gives (the fixed ones below, then its routes').
+    let number: Int
+
+    /// The route of an answer no route made.
+    static let unrouted = RouteLabel(name: "unmatched", number: 0)
+    /// A CORS preflight, answered before routing.
+    static let preflight = RouteLabel(name: "OPTIONS preflight", number: 1)
+    /// The router's fallback (static files).
+    static let staticFiles = RouteLabel(name: "GET static", number: 2)
+    /// The first number a router gives its routes.
+    static let firstRouteNumber = 3
+
+    static func == (a: RouteLabel, b: RouteLabel) -> Bool { a.number == b.number }
 }

@@ -28,7 +28,8 @@ struct RouterBuilder {
             part.hasPrefix("{") && part.hasSuffix("}")
                 ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        let label = RouteLabel(name: "\(method) \(pattern)", number: RouteLabel.firstRouteNumber + routes.count)
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler, label: label))
     }
 
     /// The frozen router. `fallback` answers GET requests no route matches (static files).
@@ -63,16 +64,16 @@ fileprivate final class Route: Sendable {
     let segments: [Segment]
     let handler: RouteHandler
     /// `GET /v1/objects/{id}`: the route's name in figures.
-    let label: String
+    let label: RouteLabel
     /// Where each `{name}` is in the path.
     let positions: [(name: String, index: Int)]
 
-    init(method: HTTPMethod, pattern: String, segments: [Segment], handler: @escaping RouteHandler) {
+    init(method: HTTPMethod, pattern: String, segments: [Segment], handler: @escaping RouteHandler, label: RouteLabel) {
         self.method = method
         self.pattern = pattern
         self.segments = segments
         self.handler = handler
-        self.label = "\(method) \(pattern)"
+        self.label = label
         positions = segments.enumerated().compactMap { index, segment in
             guard case .parameter(let name) = segment else { return nil }
             return (name, index)
@@ -108,7 +109,7 @@ struct Router: Sendable {
         let allowed = candidates.filter { $0.matches(parts) }.map(\.method)
         if !allowed.isEmpty { return APIError.methodNotAllowed(request.method, allowed: allowed).response }
         if let fallback, method == .get, parts.first != "v1" {
-            return run(fallback, request, RouteParameters(), label: "GET static")
+            return run(fallback, request, RouteParameters(), label: .staticFiles)
         }
         return APIError.routeNotFound(request.path).response
     }
@@ -118,7 +119,7 @@ struct Router: Sendable {
         all.map { ($0.method, $0.pattern) }
     }
 
-    private func run(_ handler: RouteHandler, _ request: HTTPRequest, _ parameters: RouteParameters, label: String)
+    private func run(_ handler: RouteHandler, _ request: HTTPRequest, _ parameters: RouteParameters, label: RouteLabel)
         -> HTTPResponse
     {
         var response: HTTPResponse

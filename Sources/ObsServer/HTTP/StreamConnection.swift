@@ -64,6 +64,8 @@ final class StreamConnection: Sendable {
     private static let directWriteBytes = 16 * 1024
     /// Room before the payload in the scratch buffer for a chunk's size line (`4000\r\n`).
     private static let sizeLineRoom = 8
+    /// The size line's room, the payload, the chunk's closing CRLF.
+    private static let scratch = ScratchBuffers(byteCount: sizeLineRoom + directWriteBytes + 2, kept: 4)
 
     /// `suspend` and `resume` park and un-park the connection (the daemon's calls); they are
     /// only ever called under this object's lock.
@@ -168,9 +170,7 @@ final class StreamConnection: Sendable {
     /// or the stream is over (then the connection is resumed to end it). Called by the one
     /// thread that set `writing`.
     private func writeDirectly() {
-        // The size line's room, the payload, the chunk's closing CRLF.
-        withUnsafeTemporaryAllocation(byteCount: Self.sizeLineRoom + Self.directWriteBytes + 2, alignment: 1) {
-            scratch in
+        Self.scratch.with { scratch in
             while true {
                 let (unsent, aborted) = flags.withLock { flags in
                     flags.notified = false
@@ -295,5 +295,38 @@ final class StreamConnection: Sendable {
         scratch[end] = UInt8(ascii: "\r")
         scratch[end + 1] = UInt8(ascii: "\n")
         return UnsafeRawBufferPointer(rebasing: scratch[start..<(end + 2)])
+    }
+}
+
+/// Buffers for direct writes, kept for the next: a fresh 16 KiB buffer per write was an
+/// aligned `malloc` and a `free` that consolidates glibc's heap, on every event of every
+/// stream. A writer takes one for the length of its write; at most `kept` idle ones stay
+/// (as many as threads write at once, in practice: the event loop and the committer).
+private final class ScratchBuffers: Sendable {
+    let byteCount: Int
+    private let kept: Int
+    /// The idle buffers' addresses (each `byteCount` bytes).
+    private let idle = Locked<[UInt]>([])
+
+    init(byteCount: Int, kept: Int) {
+        self.byteCount = byteCount
+        self.kept = kept
+    }
+
+    func with<Result>(_ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
+        let buffer =
+            idle.withLock { $0.popLast() }.flatMap(UnsafeMutableRawPointer.init(bitPattern:)).map {
+                UnsafeMutableRawBufferPointer(start: $0, count: byteCount)
+            } ?? .allocate(byteCount: byteCount, alignment: 16)
+        defer {
+            let address = UInt(bitPattern: buffer.baseAddress)
+            let keep = idle.withLock { idle -> Bool in
+                guard idle.count < kept else { return false }
+                idle.append(address)
+                return true
+            }
+            if !keep { buffer.deallocate() }
+        }
+        return body(buffer)
     }
 }

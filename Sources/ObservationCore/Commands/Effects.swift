@@ -17,6 +17,13 @@ public struct Effects: Sendable {
 
     public init() {}
 
+    /// Adds an event for `log`. Room for a few at the first: a write makes two or three
+    /// (the admin stream's and its observers'), which one allocation holds.
+    mutating func add(_ event: Event, to log: EventLog) {
+        if events.capacity == 0 { events.reserveCapacity(4) }
+        events.append((log, event))
+    }
+
     var isEmpty: Bool { events.isEmpty && closedLogs.isEmpty && barriers.isEmpty && !timerMustLook }
 
     /// The events made, with the label of the log each goes to (an observer's id, or `admin`).

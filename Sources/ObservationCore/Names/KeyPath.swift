@@ -20,6 +20,12 @@ public struct KeyPath: Sendable, Hashable, CustomStringConvertible {
     /// On every write and read, so it scans the bytes once, splitting at `.`.
     public init(_ text: String) throws(CoreError) {
         guard !text.isEmpty else { throw Self.invalid(text, "it is empty") }
+        // Most paths are one key: checked whole, nothing split or copied.
+        if Names.isValidKey(text) {
+            components = [.key(text)]
+            description = text
+            return
+        }
         let utf8 = text.utf8
         var components: [Component] = []
         var operatorIndex: Int?

@@ -14,6 +14,11 @@ struct ChangeRecord {
     /// The shared part: `"kind":…,…,"revision":n` (the same for every registration on the same value).
     func encodedTail() -> [UInt8] {
         var writer = JSONWriter(capacity: 128)
+        writeTail(to: &writer)
+        return writer.bytes
+    }
+
+    private func writeTail(to writer: inout JSONWriter) {
         writer.raw("\"kind\":")
         writer.write(kind)
         if let indexes {
@@ -39,6 +44,17 @@ struct ChangeRecord {
             writer.raw(",\"by\":")
             writer.write(by)
         }
+    }
+
+    /// The whole record for `registration`, its tail written in place (a tail nobody shares
+    /// is not made apart and copied).
+    static func encode(_ registration: Registration, record: ChangeRecord) -> [UInt8] {
+        let (prefix, suffix) = registration.recordFraming
+        assert(!prefix.isEmpty, "a registration makes records once it is bound (`bind` frames them)")
+        var writer = JSONWriter(capacity: prefix.count + 128 + suffix.count)
+        writer.raw(prefix)
+        record.writeTail(to: &writer)
+        writer.raw(suffix)
         return writer.bytes
     }
 

@@ -133,7 +133,7 @@ extension Store {
                 record.flag = .initial
                 record.new = (try? state.graph.read(registration.keyPath, of: registration.objectID)) ?? .null
                 let event = Event(
-                    id: 0, name: "change", data: ChangeRecord.encode(registration, tail: record.encodedTail()))
+                    id: 0, name: "change", data: ChangeRecord.encode(registration, record: record))
                 bytes += event.heldBytes
                 records.append(event)
             }

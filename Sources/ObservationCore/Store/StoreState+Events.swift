@@ -5,7 +5,7 @@ extension StoreState {
     /// its log with the command's other effects.
     mutating func emit(_ name: String, _ data: [UInt8], to observerID: String, revision: Int? = nil) {
         guard let (log, id) = observers.takeEventID(observerID) else { return }
-        effects.events.append((log, Event(id: id, name: name, data: data, revision: revision ?? self.revision)))
+        effects.add(Event(id: id, name: name, data: data, revision: revision ?? self.revision), to: log)
         journal.mark(.lastEventID, observerID)
         journal.hold(log, through: id)
     }
@@ -27,7 +27,7 @@ extension StoreState {
             bytes += writer.bytes
         }
         adminLastEventID += 1
-        effects.events.append((adminLog, Event(id: adminLastEventID, name: name, data: bytes, revision: revision)))
+        effects.add(Event(id: adminLastEventID, name: name, data: bytes, revision: revision), to: adminLog)
         journal.hold(adminLog, through: adminLastEventID)
     }
 

@@ -67,7 +67,7 @@ extension StoreState {
                 record.old = registration.options.contains(.old) ? folded.old : nil
                 record.new = registration.options.contains(.new) ? registration.value : nil
                 record.by = folded.by
-                let bytes = ChangeRecord.encode(registration, tail: record.encodedTail())
+                let bytes = ChangeRecord.encode(registration, record: record)
                 return (registration.observerID, bytes, folded.revision)
             }
             journal.mark(.registration, next.id)
@@ -250,7 +250,7 @@ private struct RecordBatch {
     }
 
     private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> [UInt8] {
-        guard sharesTails, shared else { return ChangeRecord.encode(registration, tail: record.encodedTail()) }
+        guard sharesTails, shared else { return ChangeRecord.encode(registration, record: record) }
         let key = TailKey(
             objectID: registration.objectID, keyPath: registration.keyPath.description, kind: record.kind,
             hasOld: record.old != nil, hasNew: record.new != nil, prior: record.flag == .prior)

@@ -71,7 +71,7 @@ extension StoreState {
                 record.flag = .initial
                 record.new = options.contains(.new) ? registration.value : JSON?.none  // not `nil`: that is JSON null
                 record.by = by
-                emit("change", ChangeRecord.encode(registration, tail: record.encodedTail()), to: observerID)
+                emit("change", ChangeRecord.encode(registration, record: record), to: observerID)
             }
         }
         return ObserveResult(registrations: answer, revision: revision)
