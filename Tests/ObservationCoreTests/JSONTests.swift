@@ -51,12 +51,27 @@ struct JSONTests {
         #expect(try JSONParser.parse(json) == .string(text))
     }
 
+    @Test("text longer than the writer's stack buffer moves to the heap whole, escapes and all")
+    func longText() throws {
+        let element = "ab\"c\n\u{01}é\\"
+        let encodedElement = #""ab\"c\n\u0001é\\""#
+        for count in [1, 51, 52, 300] {  // 20 bytes an element: 52 pass the 1,024 bytes on the stack
+            let value = JSON.array(Array(repeating: .string(element), count: count))
+            let expected = "[" + Array(repeating: encodedElement, count: count).joined(separator: ",") + "]"
+            let bytes = value.encoded()
+            #expect(String(decoding: bytes, as: UTF8.self) == expected)
+            #expect(bytes.count == expected.utf8.count)
+            #expect(try JSONParser.parse(bytes) == value)
+        }
+    }
+
     @Test(
         "integers are written as their decimal digits", arguments: [0, 7, 9, 10, 99, 100, 12_345, -1, -10, .max, .min])
     func integers(number: Int) {
-        var writer = JSONWriter()
-        writer.write(number)
-        #expect(String(decoding: writer.bytes, as: UTF8.self) == String(number))
+        #expect(String(decoding: JSONWriter.encode { $0.write(number) }, as: UTF8.self) == String(number))
+        var appended: [UInt8] = [UInt8(ascii: "x")]
+        JSONWriter.appendDecimal(number, to: &appended)
+        #expect(String(decoding: appended, as: UTF8.self) == "x\(number)")
     }
 
     @Test("nesting is limited to 64 levels by default")

@@ -22,9 +22,7 @@ struct HTTPResponse: Sendable {
 
     /// A JSON response whose body `write` produces.
     static func json(status: Int = 200, _ write: (inout JSONWriter) -> Void) -> HTTPResponse {
-        var writer = JSONWriter()
-        write(&writer)
-        return HTTPResponse(status: status, contentType: jsonContentType, body: writer.bytes)
+        HTTPResponse(status: status, contentType: jsonContentType, body: JSONWriter.encode(write))
     }
 
     /// A JSON response with `value` as its body.

@@ -11,32 +11,32 @@ extension Command {
 
     /// `{"v":1,"t":<ms>,"a":"<kind>", …the action's fields…}`; absent optionals are left out.
     public func encoded() -> [UInt8] {
-        var writer = JSONWriter(capacity: 160)
-        writer.raw("{\"v\":1,\"t\":")
-        writer.write(Int(time.milliseconds))
-        writer.raw(",\"a\":")
-        writer.write(action.kind)
-        action.forEachField { name, value in
-            guard let value else { return }
-            writer.raw(",\"")
-            writer.raw(name)  // a literal field name: nothing to escape
-            writer.raw("\":")
-            writer.write(value)
+        JSONWriter.encode { writer in
+            writer.raw("{\"v\":1,\"t\":")
+            writer.write(Int(time.milliseconds))
+            writer.raw(",\"a\":")
+            writer.write(action.kind)
+            action.forEachField { name, value in
+                guard let value else { return }
+                writer.raw(",\"")
+                writer.raw(name)  // a literal field name: nothing to escape
+                writer.raw("\":")
+                writer.write(value)
+            }
+            if let by {
+                writer.raw(",\"by\":")
+                writer.write(by)
+            }
+            if let idempotency {
+                writer.raw(",\"idempotency\":")
+                writer.write(
+                    [
+                        "key": .string(idempotency.key), "fingerprint": .string(idempotency.fingerprint),
+                        "answerMembers": .object(idempotency.answerMembers),
+                    ])
+            }
+            writer.raw("}")
         }
-        if let by {
-            writer.raw(",\"by\":")
-            writer.write(by)
-        }
-        if let idempotency {
-            writer.raw(",\"idempotency\":")
-            writer.write(
-                [
-                    "key": .string(idempotency.key), "fingerprint": .string(idempotency.fingerprint),
-                    "answerMembers": .object(idempotency.answerMembers),
-                ])
-        }
-        writer.raw("}")
-        return writer.bytes
     }
 
     /// Decodes `encoded()`'s output; throws for anything else.

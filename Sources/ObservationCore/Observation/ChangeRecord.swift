@@ -13,9 +13,7 @@ struct ChangeRecord {
 
     /// The shared part: `"kind":…,…,"revision":n` (the same for every registration on the same value).
     func encodedTail() -> [UInt8] {
-        var writer = JSONWriter(capacity: 128)
-        writeTail(to: &writer)
-        return writer.bytes
+        JSONWriter.encode { writeTail(to: &$0) }
     }
 
     private func writeTail(to writer: inout JSONWriter) {
@@ -51,11 +49,11 @@ struct ChangeRecord {
     static func encode(_ registration: Registration, record: ChangeRecord) -> [UInt8] {
         let (prefix, suffix) = registration.recordFraming
         assert(!prefix.isEmpty, "a registration makes records once it is bound (`bind` frames them)")
-        var writer = JSONWriter(capacity: prefix.count + 128 + suffix.count)
-        writer.raw(prefix)
-        record.writeTail(to: &writer)
-        writer.raw(suffix)
-        return writer.bytes
+        return JSONWriter.encode { writer in
+            writer.raw(prefix)
+            record.writeTail(to: &writer)
+            writer.raw(suffix)
+        }
     }
 
     /// The whole record for `registration`: its own fields around the shared tail.
@@ -73,20 +71,22 @@ struct ChangeRecord {
     /// A registration's part of its records: `{"observation":…,"object":…,"keyPath":…,` before
     /// the tail, `,"context":…}` (or `}`) after it.
     static func framing(of registration: Registration) -> (prefix: [UInt8], suffix: [UInt8]) {
-        var writer = JSONWriter(capacity: 96)
-        writer.raw("{\"observation\":")
-        writer.write(registration.id)
-        writer.raw(",\"object\":")
-        writer.write(registration.objectID)
-        writer.raw(",\"keyPath\":")
-        writer.write(registration.keyPath.description)
-        writer.raw(",")
-        var suffix = JSONWriter(capacity: 16)
-        if let context = registration.context {
-            suffix.raw(",\"context\":")
-            suffix.write(context)
+        let prefix = JSONWriter.encode { writer in
+            writer.raw("{\"observation\":")
+            writer.write(registration.id)
+            writer.raw(",\"object\":")
+            writer.write(registration.objectID)
+            writer.raw(",\"keyPath\":")
+            writer.write(registration.keyPath.description)
+            writer.raw(",")
         }
-        suffix.raw("}")
-        return (writer.bytes, suffix.bytes)
+        let suffix = JSONWriter.encode { suffix in
+            if let context = registration.context {
+                suffix.raw(",\"context\":")
+                suffix.write(context)
+            }
+            suffix.raw("}")
+        }
+        return (prefix, suffix)
     }
 }

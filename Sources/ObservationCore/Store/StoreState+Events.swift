@@ -20,12 +20,33 @@ extension StoreState {
         if let by, bytes.last == UInt8(ascii: "}") {
             // The client whose write caused it, as the object's last member.
             bytes.removeLast()
-            var writer = JSONWriter(capacity: by.utf8.count + 10)
-            writer.raw(bytes.last == UInt8(ascii: "{") ? "\"by\":" : ",\"by\":")
-            writer.write(by)
-            writer.raw("}")
-            bytes += writer.bytes
+            let first = bytes.last == UInt8(ascii: "{")
+            bytes += JSONWriter.encode { writer in
+                writer.raw(first ? "\"by\":" : ",\"by\":")
+                writer.write(by)
+                writer.raw("}")
+            }
         }
+        appendAdmin(name, bytes)
+    }
+
+    /// An admin event whose members `write` writes (inside the braces, without them), with the
+    /// client whose write caused it as the last member: made in one piece.
+    mutating func emitAdmin(_ name: String, members write: (inout JSONWriter) -> Void) {
+        let by = self.by
+        let bytes = JSONWriter.encode { writer in
+            writer.raw("{")
+            write(&writer)
+            if let by {
+                writer.raw(",\"by\":")
+                writer.write(by)
+            }
+            writer.raw("}")
+        }
+        appendAdmin(name, bytes)
+    }
+
+    private mutating func appendAdmin(_ name: String, _ bytes: [UInt8]) {
         adminLastEventID += 1
         effects.add(Event(id: adminLastEventID, name: name, data: bytes, revision: revision), to: adminLog)
         journal.hold(adminLog, through: adminLastEventID)
@@ -35,16 +56,17 @@ extension StoreState {
     mutating func emitCancelled(
         _ field: StaticString, _ id: String, reason: String, revision: Int, to observerID: String
     ) {
-        var writer = JSONWriter(capacity: 80)
-        writer.raw("{\"")
-        writer.raw(field)
-        writer.raw("\":")
-        writer.write(id)
-        writer.raw(",\"reason\":")
-        writer.write(reason)
-        writer.raw(",\"revision\":")
-        writer.write(revision)
-        writer.raw("}")
-        emit("cancelled", writer.bytes, to: observerID)
+        let bytes = JSONWriter.encode { writer in
+            writer.raw("{\"")
+            writer.raw(field)
+            writer.raw("\":")
+            writer.write(id)
+            writer.raw(",\"reason\":")
+            writer.write(reason)
+            writer.raw(",\"revision\":")
+            writer.write(revision)
+            writer.raw("}")
+        }
+        emit("cancelled", bytes, to: observerID)
     }
 }

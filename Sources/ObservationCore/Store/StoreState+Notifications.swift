@@ -120,26 +120,29 @@ extension StoreState {
     mutating func deliver(name: String, object: String?, userInfo: JSON?) -> (revision: Int, delivered: Int) {
         let revision = nextRevision()
         let matched = center.matching(name: name, object: object)
-        var tail = JSONWriter(capacity: 96)
-        tail.raw(",\"name\":")
-        tail.write(name)
-        tail.raw(",\"object\":")
-        tail.write(object.map(JSON.string) ?? .null)
-        tail.raw(",\"userInfo\":")
-        tail.write(userInfo ?? .null)
-        tail.raw(",\"revision\":")
-        tail.write(revision)
-        if let by {
-            tail.raw(",\"by\":")
-            tail.write(by)
+        let by = self.by
+        let tail = JSONWriter.encode { tail in
+            tail.raw(",\"name\":")
+            tail.write(name)
+            tail.raw(",\"object\":")
+            tail.write(object.map(JSON.string) ?? .null)
+            tail.raw(",\"userInfo\":")
+            tail.write(userInfo ?? .null)
+            tail.raw(",\"revision\":")
+            tail.write(revision)
+            if let by {
+                tail.raw(",\"by\":")
+                tail.write(by)
+            }
+            tail.raw("}")
         }
-        tail.raw("}")
         for subscription in matched {
-            var writer = JSONWriter(capacity: tail.bytes.count + 40)
-            writer.raw("{\"subscription\":")
-            writer.write(subscription.id)
-            writer.raw(tail.bytes)
-            emit("notification", writer.bytes, to: subscription.observerID)
+            let bytes = JSONWriter.encode { writer in
+                writer.raw("{\"subscription\":")
+                writer.write(subscription.id)
+                writer.raw(tail)
+            }
+            emit("notification", bytes, to: subscription.observerID)
         }
         emitAdmin(
             "notificationPosted",

@@ -88,21 +88,20 @@ extension StoreState {
     /// The admin stream's `valueChanged`, written straight to bytes: it goes out on every write.
     private mutating func emitValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:])
     {
-        var writer = JSONWriter(capacity: 192)  // a value of a few members fits
-        writer.raw("{\"object\":")
-        writer.write(target.objectID)
-        writer.raw(",\"keyPath\":")
-        writer.write(target.inner.isEmpty ? target.key : (target.inner + [target.key]).joined(separator: "."))
-        writer.raw(",\"value\":")
-        writer.write(value)
-        for (key, member) in extra {
-            writer.raw(",")
-            writer.key(key)
-            writer.write(member)
+        emitAdmin("valueChanged") { writer in
+            writer.raw("\"object\":")
+            writer.write(target.objectID)
+            writer.raw(",\"keyPath\":")
+            writer.write(target.inner.isEmpty ? target.key : (target.inner + [target.key]).joined(separator: "."))
+            writer.raw(",\"value\":")
+            writer.write(value)
+            for (key, member) in extra {
+                writer.raw(",")
+                writer.key(key)
+                writer.write(member)
+            }
+            writer.raw(",\"revision\":")
+            writer.write(revision)
         }
-        writer.raw(",\"revision\":")
-        writer.write(revision)
-        writer.raw("}")
-        emitAdmin("valueChanged", bytes: writer.bytes)
     }
 }
