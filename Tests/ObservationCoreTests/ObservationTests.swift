@@ -121,6 +121,22 @@ struct ObservationTests {
         #expect(manual.first?["new"] == 3)
     }
 
+    @Test("a one-key registration tells every change as its value goes from plain to a reference and back")
+    func oneKeyThroughKinds() throws {
+        var fixture = try ObservationFixture()
+        _ = try fixture.store.createObject(id: "p1", className: nil, values: ["name": "Ada"])
+        _ = try fixture.store.createObject(id: "acct", className: nil, values: ["owner": "nobody"])
+        try fixture.observe("acct", "owner")
+        _ = try fixture.store.setValue("somebody", of: "acct", at: "owner")
+        _ = try fixture.store.setValue(["$ref": "p1"], of: "acct", at: "owner")
+        _ = try fixture.store.deleteObject("p1")
+        _ = try fixture.store.setValue("plain again", of: "acct", at: "owner")
+        _ = try fixture.store.setValue("and again", of: "acct", at: "owner")
+        let records = fixture.changes()
+        #expect(records.map { $0["old"] } == ["nobody", "somebody", ["$ref": "p1"], .null, "plain again"])
+        #expect(records.map { $0["new"] } == ["somebody", ["$ref": "p1"], .null, "plain again", "and again"])
+    }
+
     @Test("a path through a reference re-binds when a link changes")
     func rebinding() throws {
         var fixture = try ObservationFixture()

@@ -56,6 +56,19 @@ struct ThrottleTests {
         #expect(try records() == ["0→1", "1→3"], "nothing sent twice")
     }
 
+    @Test(
+        "a folded record carries the fields its options ask for, no more",
+        arguments: [(["new"], "-→3"), (["old"], "1→-"), ([], "-→-")] as [([String], String)])
+    func foldedRecordFields(options: [String], folded: String) throws {
+        try observe("a", "n", options, throttle: 100)
+        try set(1, at: 10)  // at once; the window runs to 110
+        try set(2, at: 50)  // folded
+        try set(3, at: 60)  // folded
+        try run(110, .flushThrottled)
+        #expect(try records().last == folded)
+        #expect(try records().count == 2)
+    }
+
     @Test("the observer's own echo opens no window: another client's change right after goes out at once")
     func ownEchoOpensNoWindow() throws {
         try observe("a", "n", ["old", "new", "skipOwn"], throttle: 1_000)

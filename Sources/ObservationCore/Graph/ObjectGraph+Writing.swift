@@ -12,15 +12,19 @@ extension ObjectGraph {
     /// Where `value` goes when it is set at `path` from object `id` (at revision `ifRevision`,
     /// when given), checked as `writeTarget` and `checkAssignable` check it. The object is
     /// looked up once for all of it, and let go before the caller stores (held across the
-    /// store, its values would be copied).
+    /// store, its values would be copied). `position`: where the target's object is in
+    /// `objects` when it is `id` itself (valid until an object is added or removed), so that
+    /// storing and propagating need not look it up again.
     func checkedTarget(_ value: JSON, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError)
-        -> WriteTarget
+        -> (target: WriteTarget, position: ObjectPosition?)
     {
-        let object = try existingObject(id)
+        guard let position = objects.index(forKey: id) else { throw CoreError.notFound("object", id) }
+        let object = objects.values[position]
         try checkRevision(object, ifRevision)
         let target = try writeTarget(path, from: object)
-        try checkAssignable(value, to: target, in: target.objectID == object.id ? object : nil)
-        return target
+        let own = target.objectID == object.id
+        try checkAssignable(value, to: target, in: own ? object : nil)
+        return (target, own ? position : nil)
     }
 
     /// Where a write to `path` from object `id` lands (at revision `ifRevision`, when given).
@@ -138,9 +142,11 @@ extension ObjectGraph {
     func storedValue(at target: WriteTarget) -> JSON { stored(target.objectID, target.inner + [target.key]) }
 
     /// Stores `value` at `target` (already checked) under `revision`.
-    mutating func store(_ value: JSON, at target: WriteTarget, revision: Int) {
-        // The id looked up once: through `objects[id]?`, each statement hashes it again.
-        guard let position = objects.index(forKey: target.objectID) else { return }
+    mutating func store(_ value: JSON, at target: WriteTarget, revision: Int, position known: ObjectPosition? = nil) {
+        // The id looked up once (or not at all, when the caller knows where it is): through
+        // `objects[id]?`, each statement hashes it again.
+        assert(known.map { objects.keys[$0] == target.objectID } ?? true, "a stale position for \(target.objectID)")
+        guard let position = known ?? objects.index(forKey: target.objectID) else { return }
         objects.values[position].values.assign(value, at: target.inner[...], key: target.key)
         objects.values[position].revision = revision
     }

@@ -70,3 +70,6 @@ struct ObjectGraph: Sendable {
         return ids.page(after: cursor, limit: limit)
     }
 }
+
+/// Where an object is in `ObjectGraph.objects`: valid while no object is added or removed.
+typealias ObjectPosition = Dictionary<String, StoredObject>.Index

@@ -10,11 +10,12 @@ struct ToManyChange {
 
 extension StoreState {
     /// The place a write at `target` changes, with the policy of the key set there.
-    func write(at target: WriteTarget) -> Write {
+    /// `position`: where the target's object is, when the caller knows.
+    func write(at target: WriteTarget, position: ObjectPosition? = nil) -> Write {
         let location = ObjectPath(objectID: target.objectID, keys: target.inner + [target.key])
         let topLevelKey = target.inner.first ?? target.key
-        let policy =
-            graph.objects[target.objectID].flatMap { graph.schema(of: $0)?.properties[topLevelKey]?.notify } ?? .always
+        let object = position.map { graph.objects.values[$0] } ?? graph.objects[target.objectID]
+        let policy = object.flatMap { graph.schema(of: $0)?.properties[topLevelKey]?.notify } ?? .always
         return Write(location: location, policy: policy)
     }
 
@@ -64,8 +65,10 @@ extension StoreState {
                 registration.windowEnd = Timestamp(milliseconds: time.milliseconds + Int64(registration.throttle))
                 registration.notifiedValue = registration.value
                 var record = ChangeRecord(revision: folded.revision)
-                record.old = registration.options.contains(.old) ? folded.old : nil
-                record.new = registration.options.contains(.new) ? registration.value : nil
+                // Not `options.contains(.old) ? folded.old : nil`: JSON is `nil`-literal-expressible,
+                // so that reads as `null`, and a record would carry a field it was not asked for.
+                if registration.options.contains(.old) { record.old = folded.old }
+                if registration.options.contains(.new) { record.new = registration.value }
                 record.by = folded.by
                 let bytes = ChangeRecord.encode(registration, record: record)
                 return (registration.observerID, bytes, folded.revision)
@@ -158,6 +161,10 @@ extension StoreState {
         _ registration: inout Registration, in graph: ObjectGraph, dependents: inout DependentIndex,
         sharing cache: inout EvaluationCache
     ) -> JSON {
+        if let value = directRead(registration, in: graph) {
+            registration.value = value
+            return value
+        }
         let evaluation = cache.evaluation(of: registration.keyPath, on: registration.objectID) {
             evaluate(registration.keyPath, of: registration.objectID, in: graph)
         }
@@ -165,6 +172,25 @@ extension StoreState {
         registration.location = evaluation.location
         registration.value = evaluation.value
         return evaluation.value
+    }
+
+    /// The new value of a registration on one stored key of its own object, which read that
+    /// place alone and still does (the key is not computed, the value not a reference): read
+    /// where it is stored, the dependencies as they were. What the traced walk would find,
+    /// without building its set of places and comparing it with the last (most registrations
+    /// are of this kind). nil for any other registration: it is read by the walk.
+    private static func directRead(_ registration: Registration, in graph: ObjectGraph) -> JSON? {
+        guard registration.keyPath.components.count == 1, case .key(let key) = registration.keyPath.components[0],
+            let location = registration.location, location.objectID == registration.objectID,
+            location.keys.count == 1, location.keys[0] == key,
+            registration.dependencies.count == 1, registration.dependencies.first == location,
+            let object = graph.objects[registration.objectID],
+            graph.schema(of: object)?.properties[key]?.computed == nil
+        else { return .none }
+        let value = object.values[key] ?? .null
+        // `.none`, not `nil`: JSON is itself `nil`-literal-expressible (`null`).
+        guard value.referencedID == nil else { return .none }
+        return value
     }
 
     /// Reads `keyPath` of `objectID`: its value and the places it read.

@@ -154,6 +154,6 @@ extension RegistrationSnapshot {
             "options": .array(options.nameList.map(JSON.string)), "context": context ?? .null,
             "createdAt": .string(createdAt.rfc3339),
         ]
-        return members.adding("throttle", throttle > 0 ? .int(throttle) : nil)
+        return throttle > 0 ? members.adding("throttle", .int(throttle)) : members
     }
 }

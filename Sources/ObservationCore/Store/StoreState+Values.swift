@@ -4,10 +4,13 @@ extension StoreState {
     mutating func setValue(_ value: JSON, at keyPath: String, of id: String, ifRevision: Int?) throws(CoreError)
         -> Int
     {
-        let target = try graph.checkedTarget(value, at: try KeyPath(keyPath), of: id, ifRevision: ifRevision)
+        let (target, position) = try graph.checkedTarget(
+            value, at: try KeyPath(keyPath), of: id, ifRevision: ifRevision)
         let revision = nextRevision()
-        store(value, at: target, revision: revision)
-        if registrations.isObserved(target.objectID) { propagate([write(at: target)], revision: revision) }
+        store(value, at: target, revision: revision, position: position)
+        if registrations.isObserved(target.objectID) {
+            propagate([write(at: target, position: position)], revision: revision)
+        }
         emitValueChanged(target, value, revision: revision)
         return revision
     }
@@ -80,8 +83,8 @@ extension StoreState {
     }
 
     /// Stores a checked value and marks the object for the next checkpoint.
-    private mutating func store(_ value: JSON, at target: WriteTarget, revision: Int) {
-        graph.store(value, at: target, revision: revision)
+    private mutating func store(_ value: JSON, at target: WriteTarget, revision: Int, position: ObjectPosition? = nil) {
+        graph.store(value, at: target, revision: revision, position: position)
         journal.mark(.object, target.objectID)
     }
 
