@@ -63,6 +63,10 @@ struct JSONTests {
             #expect(bytes.count == expected.utf8.count)
             #expect(try JSONParser.parse(bytes) == value)
         }
+        // One piece over twice the room: the buffer doubles until it fits.
+        let long = String(repeating: "x", count: 5_000) + "\u{02}"
+        let bytes = JSON.string(long).encoded()
+        #expect(String(decoding: bytes, as: UTF8.self) == "\"" + String(repeating: "x", count: 5_000) + "\\u0002\"")
     }
 
     @Test(

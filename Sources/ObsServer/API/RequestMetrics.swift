@@ -4,7 +4,7 @@ import ObservationCore
 ///
 /// Latency runs from the request's first byte being parsed to its answer being queued,
 /// so a write's wait for durability is included. One lock guards all histograms; an
-/// observation is one dictionary lookup and a few additions under it.
+/// observation is an array index (the route's number, `RouteLabel`) and a few additions under it.
 final class RequestMetrics: Sendable {
     /// Upper bounds in seconds (Prometheus `le`), then +Inf.
     static let bounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5]

@@ -30,8 +30,8 @@ extension StoreState {
         appendAdmin(name, bytes)
     }
 
-    /// An admin event whose members `write` writes (inside the braces, without them), with the
-    /// client whose write caused it as the last member: made in one piece.
+    /// An admin event whose members `write` writes (inside the braces, without them; at least
+    /// one), with the client whose write caused it as the last member: made in one piece.
     mutating func emitAdmin(_ name: String, members write: (inout JSONWriter) -> Void) {
         let by = self.by
         let bytes = JSONWriter.encode { writer in

@@ -261,8 +261,8 @@ private struct RecordBatch {
         if let toMany, registration.location == toMany.location, registration.keyPath.keys != nil {
             record.kind = toMany.mutation.kind.rawValue
             record.indexes = toMany.mutation.indexes
-            recordOld = toMany.mutation.kind == .insertion ? nil : .array(toMany.mutation.affected(in: toMany.before))
-            recordNew = toMany.mutation.kind == .removal ? nil : .array(toMany.mutation.affected(in: toMany.after))
+            recordOld = toMany.mutation.kind == .insertion ? .none : .array(toMany.mutation.affected(in: toMany.before))
+            recordNew = toMany.mutation.kind == .removal ? .none : .array(toMany.mutation.affected(in: toMany.after))
         }
         if registration.options.contains(.prior) {
             var prior = record
