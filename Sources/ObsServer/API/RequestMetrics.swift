@@ -42,10 +42,10 @@ final class RequestMetrics: Sendable {
 
     /// The histograms and per-status counts in Prometheus text format.
     func render(into text: inout String) {
-        let snapshot = histograms.withLock { $0 }.compactMap { $0 }.map { (key: $0.route, value: $0.histogram) }
+        let snapshot = histograms.withLock { $0 }.compactMap { $0 }.sorted { $0.route < $1.route }
         text += "# HELP obs_http_request_duration_seconds Time from request to queued answer, per route.\n"
         text += "# TYPE obs_http_request_duration_seconds histogram\n"
-        for (route, histogram) in snapshot.sorted(by: { $0.key < $1.key }) {
+        for (route, histogram) in snapshot {
             let label = Self.escape(route)
             var cumulative = 0
             for (index, count) in histogram.buckets.enumerated() {
@@ -58,7 +58,7 @@ final class RequestMetrics: Sendable {
         }
         text += "# HELP obs_http_responses_total Answers per route and status.\n"
         text += "# TYPE obs_http_responses_total counter\n"
-        for (route, histogram) in snapshot.sorted(by: { $0.key < $1.key }) {
+        for (route, histogram) in snapshot {
             for (status, count) in histogram.statuses.sorted(by: { $0.status < $1.status }) {
                 text += "obs_http_responses_total{route=\"\(Self.escape(route))\",status=\"\(status)\"} \(count)\n"
             }

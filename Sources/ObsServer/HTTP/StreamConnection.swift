@@ -314,19 +314,23 @@ private final class ScratchBuffers: Sendable {
     }
 
     func with<Result>(_ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
-        let buffer =
-            idle.withLock { $0.popLast() }.flatMap(UnsafeMutableRawPointer.init(bitPattern:)).map {
-                UnsafeMutableRawBufferPointer(start: $0, count: byteCount)
-            } ?? .allocate(byteCount: byteCount, alignment: 16)
-        defer {
-            let address = UInt(bitPattern: buffer.baseAddress)
-            let keep = idle.withLock { idle -> Bool in
-                guard idle.count < kept else { return false }
-                idle.append(address)
-                return true
-            }
-            if !keep { buffer.deallocate() }
+        let buffer: UnsafeMutableRawBufferPointer
+        if let address = idle.withLock({ $0.popLast() }), let start = UnsafeMutableRawPointer(bitPattern: address) {
+            buffer = UnsafeMutableRawBufferPointer(start: start, count: byteCount)
+        } else {
+            buffer = .allocate(byteCount: byteCount, alignment: 16)
         }
+        defer { giveBack(buffer) }
         return body(buffer)
+    }
+
+    private func giveBack(_ buffer: UnsafeMutableRawBufferPointer) {
+        let address = UInt(bitPattern: buffer.baseAddress)
+        let kept = idle.withLock { idle -> Bool in
+            guard idle.count < self.kept else { return false }
+            idle.append(address)
+            return true
+        }
+        if !kept { buffer.deallocate() }
     }
 }

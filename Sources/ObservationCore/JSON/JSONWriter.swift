@@ -85,15 +85,19 @@ public struct JSONWriter: ~Copyable {
             append(UInt8(ascii: "]"))
         case .object(let members):
             append(UInt8(ascii: "{"))
-            var first = true
-            for (key, member) in members {
-                if !first { append(UInt8(ascii: ",")) }
-                first = false
-                write(key)
-                append(UInt8(ascii: ":"))
-                write(member)
-            }
+            writeMembers(members)
             append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Writes an object's members, `"key":value` separated by commas, without the braces.
+    public mutating func writeMembers(_ members: JSONObject) {
+        var first = true
+        for (name, member) in members {
+            if !first { append(UInt8(ascii: ",")) }
+            first = false
+            key(name)
+            write(member)
         }
     }
 

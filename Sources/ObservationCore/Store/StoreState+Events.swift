@@ -10,24 +10,9 @@ extension StoreState {
         journal.hold(log, through: id)
     }
 
-    /// An event for the admin stream (its own gapless ids).
+    /// An event for the admin stream (its own gapless ids), with `members` (at least one).
     mutating func emitAdmin(_ name: String, _ members: JSONObject) {
-        emitAdmin(name, bytes: JSON.object(members).encoded())
-    }
-
-    mutating func emitAdmin(_ name: String, bytes: [UInt8]) {
-        var bytes = bytes
-        if let by, bytes.last == UInt8(ascii: "}") {
-            // The client whose write caused it, as the object's last member.
-            bytes.removeLast()
-            let first = bytes.last == UInt8(ascii: "{")
-            bytes += JSONWriter.encode { writer in
-                writer.raw(first ? "\"by\":" : ",\"by\":")
-                writer.write(by)
-                writer.raw("}")
-            }
-        }
-        appendAdmin(name, bytes)
+        emitAdmin(name) { $0.writeMembers(members) }
     }
 
     /// An admin event whose members `write` writes (inside the braces, without them; at least
@@ -43,10 +28,6 @@ extension StoreState {
             }
             writer.raw("}")
         }
-        appendAdmin(name, bytes)
-    }
-
-    private mutating func appendAdmin(_ name: String, _ bytes: [UInt8]) {
         adminLastEventID += 1
         effects.add(Event(id: adminLastEventID, name: name, data: bytes, revision: revision), to: adminLog)
         journal.hold(adminLog, through: adminLastEventID)
