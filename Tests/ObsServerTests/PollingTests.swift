@@ -133,6 +133,26 @@ struct PollingTests {
         }
     }
 
+    @Test("Accept is matched by media type in any letter case: a poll, NDJSON or SSE as it names them")
+    func acceptInAnyCase() throws {
+        try withServer { server, client in
+            let id = try client.createObserver()
+            let events = "/v1/observers/\(id)/events"
+            let poll = try client.get(events, headers: ["Accept": "Application/JSON"])
+            #expect(poll.status == 200 && poll.headers["content-type"]?.hasPrefix("application/json") == true)
+            #expect(poll["lastEventId"] == 0)
+            for (accept, type) in [
+                ("TEXT/Event-Stream, application/json", "text/event-stream"),
+                ("Application/X-NDJSON", "application/x-ndjson"),
+                ("application/x-ndjson, Text/Event-Stream;q=0.5", "text/event-stream"),
+                ("application/JSON, application/X-ndjson", "application/x-ndjson"),
+            ] {
+                let stream = try SSEClient(port: server.port, path: events, headers: ["Accept": accept], skipping: [])
+                #expect(stream.headerLines.contains("content-type: \(type)"), "Accept: \(accept)")
+            }
+        }
+    }
+
     @Test("the admin stream polls the same way: its own ids, and a reset without a rebuild")
     func adminPolls() throws {
         try withServer { server, client in

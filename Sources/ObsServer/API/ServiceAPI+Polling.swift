@@ -4,9 +4,10 @@ extension ServiceAPI {
     /// Whether the client asked for a poll (section 7.2): `Accept` names `application/json`
     /// and neither event-stream type.
     static func wantsPoll(_ request: HTTPRequest) -> Bool {
-        guard let accept = request.headers.accept?.lowercased() else { return false }
-        return accept.contains("application/json") && !accept.contains("text/event-stream")
-            && !accept.contains("application/x-ndjson")
+        guard let accept = request.headers.accept else { return false }
+        return ASCII.contains(accept, lowercased: "application/json")
+            && !ASCII.contains(accept, lowercased: "text/event-stream")
+            && !ASCII.contains(accept, lowercased: "application/x-ndjson")
     }
 
     /// Answers a poll of an observer's log (nil: the admin log): the events after `after`, or

@@ -56,8 +56,9 @@ extension ServiceAPI {
 
     /// Whether the client asked for NDJSON (section 7.2) rather than Server-Sent Events.
     private static func wantsNDJSON(_ request: HTTPRequest) -> Bool {
-        guard let accept = request.headers.accept?.lowercased() else { return false }
-        return accept.contains("application/x-ndjson") && !accept.contains("text/event-stream")
+        guard let accept = request.headers.accept else { return false }
+        return ASCII.contains(accept, lowercased: "application/x-ndjson")
+            && !ASCII.contains(accept, lowercased: "text/event-stream")
     }
 
     /// Opens a stream on an observer's log (nil: the admin log): counted (it holds the observer's

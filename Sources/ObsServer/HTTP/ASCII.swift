@@ -13,4 +13,20 @@ enum ASCII {
             return true
         }
     }
+
+    /// Whether `text`, ASCII letters lowered, contains `lowercase` (a media type in `Accept`):
+    /// compared on its UTF-8 bytes, without Foundation's locale-aware search or a lowered copy.
+    static func contains(_ text: String, lowercased lowercase: StaticString) -> Bool {
+        var text = text  // `withUTF8` is mutating (a bridged string is made contiguous)
+        return text.withUTF8 { bytes in
+            lowercase.withUTF8Buffer { needle in
+                guard needle.count > 0 else { return true }
+                guard bytes.count >= needle.count else { return false }
+                return (0...(bytes.count - needle.count)).contains { start in
+                    equalsLowercased(
+                        UnsafeRawBufferPointer(start: bytes.baseAddress! + start, count: needle.count), lowercase)
+                }
+            }
+        }
+    }
 }
