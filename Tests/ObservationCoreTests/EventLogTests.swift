@@ -106,4 +106,40 @@ struct EventLogTests {
         #expect(log.close())
         #expect(log.waitForEvents(after: 5) { Issue.record("closed") } == nil, "a closed log has nothing to wait for")
     }
+
+    @Test("the admin stream's valueChanged, kept as its parts, reads as its record; its held bytes are about its size")
+    func deferredValueChanged() throws {
+        let store = Store()
+        _ = try store.createObject(id: "a", className: nil, values: ["n": 0, "m": ["deep": 1]])
+        let values: [(String, JSON)] = [
+            ("n", ["name": "name-1", "seq": 1, "tags": ["x", "y"], "none": nil, "flag": true, "ratio": 0.5]),
+            ("m.deep", "a \"quoted\" line\n"),
+            ("n", 12_345_678_901),
+        ]
+        for (offset, (keyPath, value)) in values.enumerated() {
+            let by: String? = offset == 1 ? nil : "tab-\(offset)"
+            _ = try store.execute(
+                Command(
+                    time: Timestamp(milliseconds: 1_000),
+                    .setValue(object: "a", keyPath: keyPath, value: value, ifRevision: nil), by: by))
+        }
+        guard case .events(let events) = try store.eventLog(of: nil).read(after: 0) else {
+            Issue.record("the admin log holds the writes' events")
+            return
+        }
+        let changes = events.filter { $0.name == "valueChanged" }
+        #expect(changes.count == values.count)
+        for (offset, event) in changes.enumerated() {
+            let record = try JSONParser.parse(event.data)
+            #expect(record["object"] == "a")
+            #expect(record["keyPath"] == .string(values[offset].0))
+            #expect(record["value"] == values[offset].1)
+            #expect(record["revision"] == .int(event.revision))
+            #expect(record["by"] == (offset == 1 ? nil : .string("tab-\(offset)")))
+            #expect(event.materialized.data == event.data, "encoded the same however it is read")
+            let size = event.data.count
+            let estimate = event.heldBytes - Event.overheadBytes
+            #expect(estimate >= size - 8 && estimate <= 2 * size + 64, "estimate \(estimate) for \(size) bytes")
+        }
+    }
 }

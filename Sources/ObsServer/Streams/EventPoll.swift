@@ -28,6 +28,7 @@ struct PollAnswer: Sendable {
     /// 200 with the JSON body, elements framed as NDJSON lines are (`Event.appendJSONHead`);
     /// never stored by caches.
     var response: HTTPResponse {
+        let events = events.map(\.materialized)  // a deferred event's data is encoded once
         var bytes: [UInt8] = []
         bytes.reserveCapacity(events.reduce(64) { $0 + $1.data.count + 48 })
         bytes.append(contentsOf: "{\"events\":[".utf8)

@@ -40,7 +40,8 @@ struct StreamOutbox {
 
     var isEmpty: Bool { index == frames.count }
 
-    mutating func append(_ event: Event) { frames.append(.event(event)) }
+    /// An event to send; a deferred one (the admin stream's `valueChanged`) is encoded here, once.
+    mutating func append(_ event: Event) { frames.append(.event(event.materialized)) }
 
     /// Raw text, such as a `: comment` (it must end with a blank line).
     mutating func append(text: [UInt8]) { frames.append(.text(text)) }

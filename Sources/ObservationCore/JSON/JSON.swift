@@ -15,6 +15,24 @@ public enum JSON: Sendable {
 }
 
 extension JSON {
+    /// About the size of this value's compact text, without writing it: exact for text
+    /// without escapes, numbers counted at their widest (20 and 24 bytes). For holding a
+    /// value in the place of its encoding, where a byte limit applies.
+    var estimatedBytes: Int {
+        switch self {
+        case .null: 4
+        case .bool: 5
+        case .int: 20
+        case .double: 24
+        case .string(let text): text.utf8.count + 2
+        case .array(let elements): elements.reduce(1 + elements.count) { $0 + $1.estimatedBytes }
+        case .object(let members):
+            members.reduce(1 + members.count) { $0 + $1.key.utf8.count + 3 + $1.value.estimatedBytes }
+        }
+    }
+}
+
+extension JSON {
     /// The id this value refers to when it is a reference (`{"$ref": "id"}`).
     public var referencedID: String? {
         guard case .object(let members) = self, members.count == 1, case .string(let id)? = members["$ref"] else {

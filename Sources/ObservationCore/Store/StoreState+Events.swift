@@ -18,8 +18,21 @@ extension StoreState {
     /// An admin event whose members `write` writes (inside the braces, without them; at least
     /// one), with the client whose write caused it as the last member: made in one piece.
     mutating func emitAdmin(_ name: String, members write: (inout JSONWriter) -> Void) {
-        let by = self.by
-        let bytes = JSONWriter.encode { writer in
+        let bytes = Self.adminRecord(by: by, members: write)
+        emitAdmin(Event(id: adminLastEventID + 1, name: name, data: bytes, revision: revision))
+    }
+
+    /// The next admin event (its id is `adminLastEventID + 1`).
+    mutating func emitAdmin(_ event: Event) {
+        adminLastEventID += 1
+        effects.add(event, to: adminLog)
+        journal.hold(adminLog, through: adminLastEventID)
+    }
+
+    /// An admin event's data: `{`, the members `write` writes, `"by"` when the write has a
+    /// client, `}`.
+    static func adminRecord(by: String?, members write: (inout JSONWriter) -> Void) -> [UInt8] {
+        JSONWriter.encode { writer in
             writer.raw("{")
             write(&writer)
             if let by {
@@ -28,9 +41,6 @@ extension StoreState {
             }
             writer.raw("}")
         }
-        adminLastEventID += 1
-        effects.add(Event(id: adminLastEventID, name: name, data: bytes, revision: revision), to: adminLog)
-        journal.hold(adminLog, through: adminLastEventID)
     }
 
     /// The `cancelled` event of a removed registration or subscription (`field` names which).

@@ -88,23 +88,11 @@ extension StoreState {
         journal.mark(.object, target.objectID)
     }
 
-    /// The admin stream's `valueChanged`, written straight to bytes: it goes out on every write.
+    /// The admin stream's `valueChanged`: kept as its parts, encoded when read (see
+    /// `DeferredValueChanged`).
     private mutating func emitValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:])
     {
-        emitAdmin("valueChanged") { writer in
-            writer.raw("\"object\":")
-            writer.write(target.objectID)
-            writer.raw(",\"keyPath\":")
-            writer.write(target.inner.isEmpty ? target.key : (target.inner + [target.key]).joined(separator: "."))
-            writer.raw(",\"value\":")
-            writer.write(value)
-            for (key, member) in extra {
-                writer.raw(",")
-                writer.key(key)
-                writer.write(member)
-            }
-            writer.raw(",\"revision\":")
-            writer.write(revision)
-        }
+        let record = DeferredValueChanged(target: target, value: value, extra: extra, revision: revision, by: by)
+        emitAdmin(Event(id: adminLastEventID + 1, name: "valueChanged", deferred: record, revision: self.revision))
     }
 }
