@@ -13,7 +13,8 @@ enum StreamFraming: Sendable {
 /// into the connection's buffer, framed as `id: n` (when it has one), `event: name`,
 /// `data: json` and a blank line (SSE), or as `{"id":n,"event":"name","data":json}` and a
 /// newline (NDJSON). A stream's own memory is the small header of the frame it is
-/// writing, whatever the size of the events.
+/// writing, whatever the size of the events; but for the admin stream's `valueChanged`,
+/// which the log keeps unencoded (`Event.materialized`): each stream encodes its own copy.
 struct StreamOutbox {
     private enum Frame {
         case event(Event)

@@ -15,20 +15,32 @@ public enum JSON: Sendable {
 }
 
 extension JSON {
-    /// About the size of this value's compact text, without writing it: exact for text
-    /// without escapes, numbers counted at their widest (20 and 24 bytes). For holding a
-    /// value in the place of its encoding, where a byte limit applies.
+    /// A bound on what holding this value takes, with the compact text it is encoded to when
+    /// read, without writing it: the text (exact but for escapes; numbers at their widest)
+    /// plus the parsed tree, each container's storage at up to twice its count (an array's
+    /// 24-byte slots, an object's 40-byte members, at least four, and its hash index past 16)
+    /// and each string too long to be kept inline (over 15 bytes) on the heap. For holding a
+    /// value in the place of its encoding where a byte limit applies.
     var estimatedBytes: Int {
         switch self {
         case .null: 4
         case .bool: 5
         case .int: 20
         case .double: 24
-        case .string(let text): text.utf8.count + 2
-        case .array(let elements): elements.reduce(1 + elements.count) { $0 + $1.estimatedBytes }
+        case .string(let text): Self.estimatedBytes(of: text)
+        case .array(let elements):
+            elements.reduce(1 + elements.count + 32 + 48 * elements.count) { $0 + $1.estimatedBytes }
         case .object(let members):
-            members.reduce(1 + members.count) { $0 + $1.key.utf8.count + 3 + $1.value.estimatedBytes }
+            members.reduce(
+                1 + members.count + 32 + 40 * max(4, 2 * members.count) + (members.count > 16 ? 48 * members.count : 0)
+            ) { $0 + Self.estimatedBytes(of: $1.key) + 1 + $1.value.estimatedBytes }
         }
+    }
+
+    /// A string's quoted text, and its heap storage when it is too long to be kept inline.
+    static func estimatedBytes(of text: String) -> Int {
+        let count = text.utf8.count
+        return count + 2 + (count > 15 ? 48 + count : 0)
     }
 }
 

@@ -1,10 +1,11 @@
 /// One event of an observer's stream (or of the admin stream): its id, its SSE event
 /// name (`change`, `notification`, `cancelled`, `reset`, `objectCreated`, …) and its
-/// JSON data, encoded once. An id of 0 means the event carries no id (reset and rebuild records).
+/// JSON data, encoded once and shared by every stream that sends it. An id of 0 means the
+/// event carries no id (reset and rebuild records).
 ///
 /// The admin stream's `valueChanged` is the exception: every write makes one and only a
-/// dashboard reads it, so it keeps its parts (`DeferredValueChanged`) and is encoded when
-/// a stream or a poll takes it (`materialized`).
+/// dashboard reads it, so it keeps its parts (`DeferredValueChanged`) and each stream or
+/// poll that takes it encodes it (`materialized`; a cluster node's digest encodes it too).
 public struct Event: Sendable {
     public let id: Int
     public let name: String
@@ -48,7 +49,7 @@ public struct Event: Sendable {
     }
 
     /// The memory this event occupies while a log holds it: its data's storage (capacity, not
-    /// count; a deferred event's estimate of its encoded size, for the parts it holds) and a
+    /// count; for a deferred event, a bound on its parts and the text they encode to) and a
     /// fixed share for its slot, the storage header and the allocator.
     public var heldBytes: Int {
         switch payload {
@@ -69,15 +70,16 @@ public struct Event: Sendable {
 /// it on every write cost more than a tenth of an unobserved write's time (measured: W1
 /// writes/s 5–11 % higher without it), and most of these events leave the admin log
 /// unread. Its parts are values the write already made (the target's strings, the value
-/// stored, the client), so holding them costs one allocation, this object.
+/// stored, the client), so holding them costs one allocation, this object; once the value
+/// is overwritten, this is what keeps it, so its size counts in full (`JSON.estimatedBytes`).
 final class DeferredValueChanged: Sendable {
     private let target: WriteTarget
     private let value: JSON
     private let extra: JSONObject
     private let revision: Int
     private let by: String?
-    /// About the size of the encoded record (`JSON.estimatedBytes`), counted against the
-    /// admin log's byte limit in its place.
+    /// A bound on what this record holds and encodes to (`JSON.estimatedBytes`), counted
+    /// against the admin log's byte limit.
     let estimatedBytes: Int
 
     init(target: WriteTarget, value: JSON, extra: JSONObject, revision: Int, by: String?) {
@@ -86,10 +88,11 @@ final class DeferredValueChanged: Sendable {
         self.extra = extra
         self.revision = revision
         self.by = by
-        var estimate = 64 + target.objectID.utf8.count + target.key.utf8.count + value.estimatedBytes
+        // The record's member names and the object (the target's strings are the graph's own).
+        var estimate = 96 + target.objectID.utf8.count + target.key.utf8.count + value.estimatedBytes
         for part in target.inner { estimate += part.utf8.count + 1 }
-        for (key, member) in extra { estimate += key.utf8.count + 4 + member.estimatedBytes }
-        estimatedBytes = estimate + (by.map { $0.utf8.count + 8 } ?? 0)
+        for (key, member) in extra { estimate += JSON.estimatedBytes(of: key) + 2 + member.estimatedBytes }
+        estimatedBytes = estimate + (by.map { JSON.estimatedBytes(of: $0) + 6 } ?? 0)
     }
 
     /// `{"object":…,"keyPath":…,"value":…,<extra>,"revision":n,"by":…}`
