@@ -18,14 +18,14 @@ extension StoreState {
     /// An admin event whose members `write` writes (inside the braces, without them; at least
     /// one), with the client whose write caused it as the last member: made in one piece.
     mutating func emitAdmin(_ name: String, members write: (inout JSONWriter) -> Void) {
-        let bytes = Self.adminRecord(by: by, members: write)
-        emitAdmin(Event(id: adminLastEventID + 1, name: name, data: bytes, revision: revision))
+        let (bytes, revision) = (Self.adminRecord(by: by, members: write), revision)
+        emitAdmin { Event(id: $0, name: name, data: bytes, revision: revision) }
     }
 
-    /// The next admin event (its id is `adminLastEventID + 1`).
-    mutating func emitAdmin(_ event: Event) {
+    /// The next admin event, made by `event` with the id it takes.
+    mutating func emitAdmin(_ event: (_ id: Int) -> Event) {
         adminLastEventID += 1
-        effects.add(event, to: adminLog)
+        effects.add(event(adminLastEventID), to: adminLog)
         journal.hold(adminLog, through: adminLastEventID)
     }
 
