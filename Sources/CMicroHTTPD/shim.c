@@ -65,7 +65,10 @@ struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const cha
     size_t count = 0;
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)config->completed,
                                                config->completed_context};
-    options[count++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL};
+    if (config->thread_pool_size > 1) {
+        // Why: a size of 0 or 1 means no pool, and 0.9.75 logs a warning for either.
+        options[count++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL};
+    }
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, config->connection_limit, NULL};
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, config->connection_memory_limit,
                                                NULL};
