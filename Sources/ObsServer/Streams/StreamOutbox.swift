@@ -80,28 +80,33 @@ struct StreamOutbox {
         guard framing == .sse, part == .header, offset == 0, case .event(let event) = frames[index] else { return nil }
         let digits = event.id > 0 ? Self.decimalDigits(event.id) : 0
         let length = (digits > 0 ? 5 + digits : 0) + 7 + event.name.utf8.count + 7
-        guard buffer.count - start >= length else { return nil }
-        var cursor = start
-        func put(_ bytes: some Sequence<UInt8>) {
-            for byte in bytes {
-                buffer[cursor] = byte
-                cursor += 1
-            }
+        guard buffer.count - start >= length, let base = buffer.baseAddress else { return nil }
+        var cursor = base + start
+        func put(_ bytes: UnsafeRawBufferPointer) {
+            guard let from = bytes.baseAddress else { return }
+            cursor.copyMemory(from: from, byteCount: bytes.count)
+            cursor += bytes.count
+        }
+        func put(_ text: StaticString) {
+            put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
         }
         if digits > 0 {
-            put("id: ".utf8)
-            var divisor = 1
-            for _ in 1..<digits { divisor *= 10 }
-            while divisor > 0 {
-                put(CollectionOfOne(UInt8(ascii: "0") + UInt8(event.id / divisor % 10)))
-                divisor /= 10
+            put("id: ")
+            var rest = event.id  // the digits from the last
+            for place in stride(from: digits - 1, through: 0, by: -1) {
+                cursor.storeBytes(of: UInt8(ascii: "0") + UInt8(rest % 10), toByteOffset: place, as: UInt8.self)
+                rest /= 10
             }
-            put(CollectionOfOne(0x0A))
+            cursor.storeBytes(of: 0x0A, toByteOffset: digits, as: UInt8.self)
+            cursor += digits + 1
         }
-        put("event: ".utf8)
-        put(event.name.utf8)
-        put("\ndata: ".utf8)
-        assert(cursor - start == length)
+        put("event: ")
+        // A native string's bytes are contiguous.
+        if event.name.utf8.withContiguousStorageIfAvailable({ put(UnsafeRawBufferPointer($0)) }) == nil {
+            Array(event.name.utf8).withUnsafeBytes { put($0) }
+        }
+        put("\ndata: ")
+        assert(cursor - (base + start) == length)
         part = .data
         return length
     }

@@ -6,6 +6,9 @@ struct WriteTarget {
     let objectID: String
     let inner: [String]
     let key: String
+
+    /// The keys from the object to the place written: `inner`, then `key`.
+    var keys: [String] { inner.isEmpty ? [key] : inner + [key] }
 }
 
 extension ObjectGraph {
@@ -139,7 +142,7 @@ extension ObjectGraph {
         return value
     }
 
-    func storedValue(at target: WriteTarget) -> JSON { stored(target.objectID, target.inner + [target.key]) }
+    func storedValue(at target: WriteTarget) -> JSON { stored(target.objectID, target.keys) }
 
     /// Stores `value` at `target` (already checked) under `revision`.
     mutating func store(_ value: JSON, at target: WriteTarget, revision: Int, position known: ObjectPosition? = nil) {

@@ -82,13 +82,24 @@ struct RegistrationIndex: Sendable {
         return body(&registrations.values[index], &dependents)
     }
 
+    /// `update` of the registration at `position` (from `affected`, no registration added or
+    /// removed since): its id is not looked up again.
+    mutating func update<T>(at position: Position, _ body: (inout Registration, inout DependentIndex) -> T) -> T {
+        body(&registrations.values[position.index], &dependents)
+    }
+
+    /// Where a registration is in the index: valid until a registration is added or removed.
+    struct Position {
+        fileprivate let index: Dictionary<String, Registration>.Index
+    }
+
     /// Whether any registration depends on a value of object `id` (else a write to it affects none).
     func isObserved(_ id: String) -> Bool { dependents.table[id] != nil }
 
-    /// The registrations a set of writes affects, each with the policy that governs it (the
-    /// most eager of the policies of the keys written), in creation order.
-    mutating func affected(by writes: [Write]) -> [(id: String, policy: NotifyPolicy)] {
-        var found: [(sequence: Int, id: String, policy: NotifyPolicy)] = []
+    /// The registrations a set of writes affects, where they are, each with the policy that
+    /// governs it (the most eager of the policies of the keys written), in creation order.
+    func affected(by writes: [Write]) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
+        var found: [(sequence: Int, position: Position, policy: NotifyPolicy)] = []
         // One write reaches each registration once (its candidates are a set); several may repeat one.
         var positions: [String: Int]? = writes.count > 1 ? [:] : nil
         for write in writes {
@@ -102,24 +113,24 @@ struct RegistrationIndex: Sendable {
             // Once: reserving again for every write could copy the list every time.
             if found.isEmpty { found.reserveCapacity(candidates.count) }
             for id in candidates {
-                // Read in place: copying a registration out would retain every field it has.
-                let sequence = registrations.inPlace(id) { registration -> Int? in
-                    let reads =
-                        write.location.keys.isEmpty
-                        || registration.dependencies.contains { !$0.keys.isEmpty && $0.overlaps(write.location) }
-                    return reads ? registration.sequence : nil
-                }
-                guard let sequence = sequence ?? nil else { continue }
-                if let index = positions?[id] {
-                    found[index].policy = Self.eager(found[index].policy, write.policy)
+                guard let index = registrations.index(forKey: id) else { continue }
+                // Read where it is: copying a registration out would retain every field it has.
+                let reads =
+                    write.location.keys.isEmpty
+                    || registrations.values[index].dependencies.contains {
+                        !$0.keys.isEmpty && $0.overlaps(write.location)
+                    }
+                guard reads else { continue }
+                if let known = positions?[id] {
+                    found[known].policy = Self.eager(found[known].policy, write.policy)
                     continue
                 }
                 positions?[id] = found.count
-                found.append((sequence, id, write.policy))
+                found.append((registrations.values[index].sequence, Position(index: index), write.policy))
             }
         }
         found.sort { $0.sequence < $1.sequence }
-        return found.map { ($0.id, $0.policy) }
+        return found
     }
 
     private func inCreationOrder(_ list: [Registration]) -> [Registration] {
@@ -160,4 +171,7 @@ struct DependentIndex: Sendable {
 struct Write {
     let location: ObjectPath
     let policy: NotifyPolicy
+    /// The value now stored at `location`, when the write knows it (a set or a PATCH): a
+    /// registration reading that one place takes it from here, not from the graph.
+    var stored: JSON? = nil
 }

@@ -9,14 +9,14 @@ struct ToManyChange {
 }
 
 extension StoreState {
-    /// The place a write at `target` changes, with the policy of the key set there.
+    /// The place a write of `value` at `target` changes, with the policy of the key set there.
     /// `position`: where the target's object is, when the caller knows.
-    func write(at target: WriteTarget, position: ObjectPosition? = nil) -> Write {
-        let location = ObjectPath(objectID: target.objectID, keys: target.inner + [target.key])
+    func write(at target: WriteTarget, storing value: JSON, position: ObjectPosition? = nil) -> Write {
+        let location = ObjectPath(objectID: target.objectID, keys: target.keys)
         let topLevelKey = target.inner.first ?? target.key
         let object = position.map { graph.objects.values[$0] } ?? graph.objects[target.objectID]
         let policy = object.flatMap { graph.schema(of: $0)?.properties[topLevelKey]?.notify } ?? .always
-        return Write(location: location, policy: policy)
+        return Write(location: location, policy: policy, stored: value)
     }
 
     /// Re-evaluates every registration the writes affect (after they were applied), re-binds
@@ -31,10 +31,11 @@ extension StoreState {
         var windows = ThrottleWindows()
         let graph = self.graph  // read while the registrations change in place
         let (by, now) = (self.by, clock)
-        for (id, policy) in affected {
-            registrations.update(id) { registration, dependents in
+        for (_, position, policy) in affected {
+            registrations.update(at: position) { registration, dependents in
                 let old = registration.value
-                let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
+                let new = Self.reevaluate(
+                    &registration, in: graph, after: writes, dependents: &dependents, sharing: &evaluations)
                 let governing = registration.derivedPolicy ?? policy
                 guard governing == .always || (governing == .onChange && old != new) else { return }
                 Self.addRecords(
@@ -95,7 +96,8 @@ extension StoreState {
         for chosen in registrations.observing(id) where wanted.contains(chosen.keyPath.description) {
             registrations.update(chosen.id) { registration, dependents in
                 let old = registration.notifiedValue
-                let new = Self.reevaluate(&registration, in: graph, dependents: &dependents, sharing: &evaluations)
+                let new = Self.reevaluate(
+                    &registration, in: graph, after: [], dependents: &dependents, sharing: &evaluations)
                 Self.addRecords(
                     &registration, old: old, new: new, revision: revision, toMany: nil, by: by, at: now,
                     to: &batch, windows: &windows)
@@ -156,12 +158,12 @@ extension StoreState {
 
     /// Reads a registration's key path anew (or takes what another registration on the same
     /// object and key path read in this change), moves its dependencies to what it read, and
-    /// stores the value; returns it.
+    /// stores the value; returns it. `writes`: the change's writes.
     private static func reevaluate(
-        _ registration: inout Registration, in graph: ObjectGraph, dependents: inout DependentIndex,
-        sharing cache: inout EvaluationCache
+        _ registration: inout Registration, in graph: ObjectGraph, after writes: [Write],
+        dependents: inout DependentIndex, sharing cache: inout EvaluationCache
     ) -> JSON {
-        if let value = directRead(registration, in: graph) {
+        if let value = directRead(registration, in: graph, after: writes) {
             registration.value = value
             return value
         }
@@ -178,16 +180,26 @@ extension StoreState {
     /// place alone and still does (the key is not computed, the value not a reference): read
     /// where it is stored, the dependencies as they were. What the traced walk would find,
     /// without building its set of places and comparing it with the last (most registrations
-    /// are of this kind). nil for any other registration: it is read by the walk.
-    private static func directRead(_ registration: Registration, in graph: ObjectGraph) -> JSON? {
+    /// are of this kind). nil for any other registration: it is read by the walk. When the
+    /// change's one write stored a value at that place, that value is what is there (and the
+    /// key is stored, not computed, or the write would have been refused).
+    private static func directRead(_ registration: Registration, in graph: ObjectGraph, after writes: [Write])
+        -> JSON?
+    {
         guard registration.keyPath.components.count == 1, case .key(let key) = registration.keyPath.components[0],
             let location = registration.location, location.objectID == registration.objectID,
             location.keys.count == 1, location.keys[0] == key,
-            registration.dependencies.count == 1, registration.dependencies.first == location,
-            let object = graph.objects[registration.objectID],
-            graph.schema(of: object)?.properties[key]?.computed == nil
+            registration.dependencies.count == 1, registration.dependencies.first == location
         else { return .none }
-        let value = object.values[key] ?? .null
+        let value: JSON
+        if writes.count == 1, let stored = writes[0].stored, writes[0].location == location {
+            value = stored
+        } else {
+            guard let object = graph.objects[registration.objectID],
+                graph.schema(of: object)?.properties[key]?.computed == nil
+            else { return .none }
+            value = object.values[key] ?? .null
+        }
         // `.none`, not `nil`: JSON is itself `nil`-literal-expressible (`null`).
         guard value.referencedID == nil else { return .none }
         return value
@@ -202,7 +214,8 @@ extension StoreState {
 
     /// Emits a batch's records: every prior record, then every post record.
     private mutating func emitBatch(_ batch: RecordBatch) {
-        for (observerID, bytes) in batch.priors + batch.posts { emit("change", bytes, to: observerID) }
+        for (observerID, bytes) in batch.priors { emit("change", bytes, to: observerID) }
+        for (observerID, bytes) in batch.posts { emit("change", bytes, to: observerID) }
     }
 }
 

@@ -9,7 +9,7 @@ extension StoreState {
         let revision = nextRevision()
         store(value, at: target, revision: revision, position: position)
         if registrations.isObserved(target.objectID) {
-            propagate([write(at: target, position: position)], revision: revision)
+            propagate([write(at: target, storing: value, position: position)], revision: revision)
         }
         emitValueChanged(target, value, revision: revision)
         return revision
@@ -33,7 +33,7 @@ extension StoreState {
         }
         let revision = nextRevision()
         for (target, value) in targets { store(value, at: target, revision: revision) }
-        propagate(targets.map { write(at: $0.0) }, revision: revision)
+        propagate(targets.map { write(at: $0.0, storing: $0.1) }, revision: revision)
         for (target, value) in targets { emitValueChanged(target, value, revision: revision) }
         return revision
     }
@@ -57,7 +57,7 @@ extension StoreState {
         try graph.checkAssignable(.array(result), to: target)
         let revision = nextRevision()
         store(.array(result), at: target, revision: revision)
-        let change = write(at: target)
+        let change = write(at: target, storing: .array(result))
         propagate(
             [change], revision: revision,
             toMany: ToManyChange(location: change.location, mutation: mutation, before: array, after: result))
@@ -133,7 +133,7 @@ final class DeferredValueChanged: Sendable {
             writer.raw("\"object\":")
             writer.write(target.objectID)
             writer.raw(",\"keyPath\":")
-            writer.write(target.inner.isEmpty ? target.key : (target.inner + [target.key]).joined(separator: "."))
+            writer.write(target.inner.isEmpty ? target.key : target.keys.joined(separator: "."))
             writer.raw(",\"value\":")
             writer.write(value)
             for (key, member) in extra {
