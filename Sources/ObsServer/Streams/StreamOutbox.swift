@@ -81,17 +81,11 @@ struct StreamOutbox {
         let digits = event.id > 0 ? Self.decimalDigits(event.id) : 0
         let length = (digits > 0 ? 5 + digits : 0) + 7 + event.name.utf8.count + 7
         guard buffer.count - start >= length, let base = buffer.baseAddress else { return nil }
+        // Plain pointer steps, no nested function: one capturing `cursor` costs a run-time
+        // exclusivity check per call.
         var cursor = base + start
-        func put(_ bytes: UnsafeRawBufferPointer) {
-            guard let from = bytes.baseAddress else { return }
-            cursor.copyMemory(from: from, byteCount: bytes.count)
-            cursor += bytes.count
-        }
-        func put(_ text: StaticString) {
-            put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-        }
         if digits > 0 {
-            put("id: ")
+            cursor = Self.put("id: ", at: cursor)
             var rest = event.id  // the digits from the last
             for place in stride(from: digits - 1, through: 0, by: -1) {
                 cursor.storeBytes(of: UInt8(ascii: "0") + UInt8(rest % 10), toByteOffset: place, as: UInt8.self)
@@ -100,15 +94,31 @@ struct StreamOutbox {
             cursor.storeBytes(of: 0x0A, toByteOffset: digits, as: UInt8.self)
             cursor += digits + 1
         }
-        put("event: ")
+        cursor = Self.put("event: ", at: cursor)
         // A native string's bytes are contiguous.
-        if event.name.utf8.withContiguousStorageIfAvailable({ put(UnsafeRawBufferPointer($0)) }) == nil {
-            Array(event.name.utf8).withUnsafeBytes { put($0) }
+        let name = event.name.utf8
+        if let end = name.withContiguousStorageIfAvailable({ Self.put(UnsafeRawBufferPointer($0), at: cursor) }) {
+            cursor = end
+        } else {
+            cursor = Array(name).withUnsafeBytes { Self.put($0, at: cursor) }
         }
-        put("\ndata: ")
+        cursor = Self.put("\ndata: ", at: cursor)
         assert(cursor - (base + start) == length)
         part = .data
         return length
+    }
+
+    /// Copies `bytes` to `cursor`; returns where they end.
+    private static func put(_ bytes: UnsafeRawBufferPointer, at cursor: UnsafeMutableRawPointer)
+        -> UnsafeMutableRawPointer
+    {
+        guard let from = bytes.baseAddress else { return cursor }
+        cursor.copyMemory(from: from, byteCount: bytes.count)
+        return cursor + bytes.count
+    }
+
+    private static func put(_ text: StaticString, at cursor: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        put(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount), at: cursor)
     }
 
     private static func decimalDigits(_ number: Int) -> Int {
