@@ -14,9 +14,15 @@ struct EventLogTests {
         if case .events(let events) = result { events.map(\.id) } else { [] }
     }
 
+    /// Attaches a stream that has nothing yet and only listens (a log wakes only when someone listens).
+    func listen(to log: EventLog) {
+        _ = log.attach(cursor: 0, reader: EventLog.Reader(wake: {}, abort: {}))
+    }
+
     @Test("a durable log shows a batch only once it is both published and wholly appended")
     func publishedBeforeRevealed() {
         let log = EventLog(label: "o", capacity: 10, gated: true)
+        listen(to: log)
         // The commit is durable (published through 3) while the outbox is still appending.
         #expect(log.append(event(1, revision: 7), batch: 1))
         #expect(!log.append(event(2, revision: 7), batch: 1))
@@ -32,16 +38,35 @@ struct EventLogTests {
     @Test("an in-memory log shows a batch at its reveal, a durable one at the later of reveal and publish")
     func revealThenPublish() {
         let memory = EventLog(label: "m", capacity: 10)
+        listen(to: memory)
         _ = memory.append(event(1, revision: 1), batch: 1)
         #expect(ids(memory.read(after: 0)) == [])
         #expect(memory.reveal())
         #expect(ids(memory.read(after: 0)) == [1])
         let durable = EventLog(label: "d", capacity: 10, gated: true)
+        listen(to: durable)
         _ = durable.append(event(1, revision: 1), batch: 1)
         #expect(!durable.reveal(), "nothing new to show before the publish")
         #expect(ids(durable.read(after: 0)) == [])
         durable.publish(through: 1)
         #expect(ids(durable.read(after: 0)) == [1])
+    }
+
+    @Test("a log nobody listens to asks for no wake, yet shows what it revealed; a listener makes it ask once")
+    func wakesOnlyListeners() {
+        let log = EventLog(label: "a", capacity: 10)
+        _ = log.append(event(1, revision: 1), batch: 1)
+        #expect(!log.reveal(), "nobody to wake")
+        #expect(ids(log.read(after: 0)) == [1], "shown all the same: a stream that comes later reads it")
+        #expect(log.waitForEvents(after: 0, {}) == nil, "a waiter that comes later does not wait for it")
+        listen(to: log)
+        _ = log.append(event(2, revision: 2), batch: 2)
+        #expect(log.reveal())
+        _ = log.append(event(3, revision: 3), batch: 3)
+        #expect(!log.reveal(), "woken already: the wake is pending")
+        log.wake()
+        _ = log.append(event(4, revision: 4), batch: 4)
+        #expect(log.reveal())
     }
 
     @Test("the settled revision follows commands that make no event (a class defined, deleted)")

@@ -344,12 +344,12 @@ final class HTTPDaemon: Sendable {
     private func queue(
         _ response: HTTPResponse, _ connection: OpaquePointer, framing: StreamConnection.Framing = .daemonOnly
     ) -> MHD_Result {
-        var response = response
-        if let cors = options.cors {
-            // Looked up here: a stream's request headers are dropped before it is queued.
-            response.headers += cors.answerHeaders(origin: header(connection, "Origin"))
+        // Looked up here: a stream's request headers are dropped before it is queued. Added
+        // after the answer's own, without copying the answer.
+        let corsHeaders = options.cors?.answerHeaders(origin: header(connection, "Origin")) ?? []
+        if let body = response.stream {
+            return queueStream(body, response, corsHeaders, connection, framing: framing)
         }
-        if let body = response.stream { return queueStream(body, response, connection, framing: framing) }
         let created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
                 bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
@@ -360,15 +360,24 @@ final class HTTPDaemon: Sendable {
             // `withCString`: passing the string itself would copy it into a new array on every call.
             response.contentType.withCString { _ = MHD_add_response_header(created, Self.contentType, $0) }
         }
-        for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
+        Self.add(response.headers, corsHeaders, to: created)
         return MHD_queue_response(connection, UInt32(response.status), created)
+    }
+
+    /// Adds an answer's headers, then the CORS ones.
+    private static func add(
+        _ headers: [(name: String, value: String)], _ corsHeaders: [(name: String, value: String)],
+        to response: OpaquePointer
+    ) {
+        for (name, value) in headers { MHD_add_response_header(response, name, value) }
+        for (name, value) in corsHeaders { MHD_add_response_header(response, name, value) }
     }
 
     // MARK: - Event streams
 
     private func queueStream(
-        _ body: any StreamBody, _ response: HTTPResponse, _ connection: OpaquePointer,
-        framing: StreamConnection.Framing
+        _ body: any StreamBody, _ response: HTTPResponse, _ corsHeaders: [(name: String, value: String)],
+        _ connection: OpaquePointer, framing: StreamConnection.Framing
     ) -> MHD_Result {
         let handle = ConnectionHandle(pointer: connection)
         let socket = cmhd_connection_socket(connection)
@@ -397,7 +406,7 @@ final class HTTPDaemon: Sendable {
         body.start(
             StreamControl(wake: { [weak stream] in stream?.wake() }, abort: { [weak stream] in stream?.abort() }))
         MHD_add_response_header(created, "Content-Type", response.contentType)
-        for (name, value) in response.headers { MHD_add_response_header(created, name, value) }
+        Self.add(response.headers, corsHeaders, to: created)
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
 

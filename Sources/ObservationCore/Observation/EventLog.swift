@@ -100,6 +100,10 @@ public final class EventLog: Sendable {
         /// The last id streams may send now: revealed, and published (a gated log).
         var showableID: Int { min(visibleID, revealedID) }
 
+        /// Whether a `wake()` would reach anyone: attached streams, streams cut off since the
+        /// last one (their aborts), or waiters.
+        var hasListeners: Bool { !attached.isEmpty || !cutOff.isEmpty || !waiters.isEmpty }
+
         mutating func evict() {
             var evicted = false
             while events.count > capacity || (heldBytes > maxBytes && events.count > 1) {
@@ -155,12 +159,14 @@ public final class EventLog: Sendable {
 
     /// Shows the events appended in the current batch to streams (a gated log: once they are
     /// published too, and its publisher wakes it). Returns whether the caller must wake the
-    /// log: something new is visible and it is the log's first change since its last `wake()`.
+    /// log: something new is visible, it is the log's first change since its last `wake()`,
+    /// and someone waits to hear it (a stream or waiter that comes later reads what is
+    /// visible when it starts, under this lock, so nothing is missed by not waking nobody).
     func reveal() -> Bool {
         state.withLock { state in
             state.revealedID = state.lastID
             if !state.gated { state.visibleID = state.lastID }
-            guard state.lastID <= state.visibleID else { return false }
+            guard state.lastID <= state.visibleID, state.hasListeners else { return false }
             defer { state.wakePending = true }
             return !state.wakePending
         }
