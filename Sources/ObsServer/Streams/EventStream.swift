@@ -160,17 +160,22 @@ final class EventStream: StreamBody {
         // Read before looking at the log: what it then shows holds every event up to it.
         let settled = options.progress && state.heartbeatDue ? revisions.settledRevision : 0
         let through = state.synced ? Int.max : replayEnd.lastEventID
-        switch log.read(after: state.cursor, through: through, maxBytes: Self.batchBytes, advancing: state.token) {
-        case .events(let events):
-            for event in events {
-                if options.commits {
-                    if let open = state.openRevision, open != event.revision { closeRevision(&state) }
-                    state.openRevision = event.revision > 0 ? event.revision : nil
-                }
-                state.outbox.append(event)
+        // Each event straight into the outbox (no array of them in between).
+        var handed = 0
+        let outcome = log.read(after: state.cursor, through: through, maxBytes: Self.batchBytes, advancing: state.token)
+        {
+            event in
+            if options.commits {
+                if let open = state.openRevision, open != event.revision { closeRevision(&state) }
+                state.openRevision = event.revision > 0 ? event.revision : nil
             }
-            state.cursor = events.last?.id ?? state.cursor
-            hub.counters.events.add(events.count, ordering: .relaxed)
+            state.outbox.append(event)
+            state.cursor = event.id
+            handed += 1
+        }
+        switch outcome {
+        case .events:
+            hub.counters.events.add(handed, ordering: .relaxed)
             state.heartbeatDue = false
             passBarriers(&state)
             return nil

@@ -231,15 +231,21 @@ public final class EventLog: Sendable {
     /// Runs every attached stream's waker, and the aborts of streams cut off since the last
     /// call (call after releasing the store's lock).
     public func wake() {
-        let (wakers, aborts, waiters) = state.withLock { state in
+        typealias Call = @Sendable () -> Void
+        let (only, wakers, aborts, waiters) = state.withLock { state -> (Call?, [Call], [Call], [Call]) in
             defer {
                 state.cutOff.removeAll()
                 state.waiters.removeAll()
                 state.wakePending = false
             }
-            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
+            // One stream and nothing else (an observer's log, most often): no lists made.
+            if state.attached.count == 1, state.cutOff.isEmpty, state.waiters.isEmpty {
+                return (state.attached[0].reader.wake, [], [], [])
+            }
+            return (nil, state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
         }
         for abort in aborts { abort() }
+        only?()
         for wake in wakers { wake() }
         for wake in waiters { wake() }
     }
@@ -290,26 +296,49 @@ public final class EventLog: Sendable {
         after cursor: Int, through last: Int = .max, limit: Int = 256, maxBytes: Int = .max,
         advancing token: Int? = nil
     ) -> ReadResult {
+        var events: [Event] = []
+        let handed = read(after: cursor, through: last, limit: limit, maxBytes: maxBytes, advancing: token) {
+            events.append($0)
+        }
+        switch handed {
+        case .events: return .events(events)
+        case .upToDate: return .upToDate
+        case .gap(let oldest): return .gap(oldest: oldest)
+        }
+    }
+
+    /// What `read(…, into:)` did: handed events over, or found none to hand.
+    public enum Handed: Sendable {
+        case events
+        case upToDate
+        case gap(oldest: Int)
+    }
+
+    /// `read`, handing each event to `take` (under the log's lock: it only keeps it) instead of
+    /// collecting them into an array (a stream's read, at every delivery).
+    public func read(
+        after cursor: Int, through last: Int = .max, limit: Int = 256, maxBytes: Int = .max,
+        advancing token: Int? = nil, into take: (Event) -> Void
+    ) -> Handed {
         state.withLock { state in
             let visible = min(state.showableID, state.lastID, last)
             guard cursor < visible else { return .upToDate }
             guard state.events.count > 0, cursor + 1 >= state.oldestID else {
                 return .gap(oldest: max(1, state.oldestID))
             }
-            var events: [Event] = []
-            var bytes = 0
+            var (handed, bytes) = (cursor, 0)
             for id in cursor + 1...min(visible, cursor + limit) {
                 let event = state.events[id - state.oldestID]
-                if !events.isEmpty, bytes + event.heldBytes > maxBytes { break }
+                if handed > cursor, bytes + event.heldBytes > maxBytes { break }
                 bytes += event.heldBytes
-                events.append(event)
+                take(event)
+                handed = id
             }
-            let handed = events.last?.id ?? cursor
             state.highestSent = max(state.highestSent, handed)
             if let token, let index = state.attached.firstIndex(where: { $0.token == token }) {
                 state.attached[index].cursor = handed
             }
-            return .events(events)
+            return .events
         }
     }
 
