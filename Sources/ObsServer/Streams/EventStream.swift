@@ -160,7 +160,8 @@ final class EventStream: StreamBody {
         // Read before looking at the log: what it then shows holds every event up to it.
         let settled = options.progress && state.heartbeatDue ? revisions.settledRevision : 0
         let through = state.synced ? Int.max : replayEnd.lastEventID
-        // Each event straight into the outbox (no array of them in between).
+        // Each event straight into the outbox (no array of them in between), encoded after the
+        // log's lock is released.
         var handed = 0
         let outcome = log.read(after: state.cursor, through: through, maxBytes: Self.batchBytes, advancing: state.token)
         {
@@ -169,10 +170,11 @@ final class EventStream: StreamBody {
                 if let open = state.openRevision, open != event.revision { closeRevision(&state) }
                 state.openRevision = event.revision > 0 ? event.revision : nil
             }
-            state.outbox.append(event)
+            state.outbox.appendUnencoded(event)
             state.cursor = event.id
             handed += 1
         }
+        state.outbox.encodeDeferred()
         switch outcome {
         case .events:
             hub.counters.events.add(handed, ordering: .relaxed)

@@ -41,8 +41,29 @@ struct StreamOutbox {
 
     var isEmpty: Bool { index == frames.count }
 
+    /// Frames from this one on may hold deferred events (`appendUnencoded`).
+    private var unencodedFrom: Int?
+
     /// An event to send; a deferred one (the admin stream's `valueChanged`) is encoded here, once.
     mutating func append(_ event: Event) { frames.append(.event(event.materialized)) }
+
+    /// An event to send as the log holds it: appended under the log's lock, where encoding a
+    /// deferred one would hold every writer up. `encodeDeferred()` must follow, before writing.
+    mutating func appendUnencoded(_ event: Event) {
+        if event.isDeferred, unencodedFrom == nil { unencodedFrom = frames.count }
+        frames.append(.event(event))
+    }
+
+    /// Encodes the deferred events `appendUnencoded` took, once each.
+    mutating func encodeDeferred() {
+        guard let start = unencodedFrom else { return }
+        unencodedFrom = nil
+        for position in start..<frames.count {
+            if case .event(let event) = frames[position], event.isDeferred {
+                frames[position] = .event(event.materialized)
+            }
+        }
+    }
 
     /// Raw text, such as a `: comment` (it must end with a blank line).
     mutating func append(text: [UInt8]) { frames.append(.text(text)) }
@@ -69,6 +90,7 @@ struct StreamOutbox {
             // All sent: an idle stream keeps no storage (10,000 idle streams, about 130 bytes each).
             frames = []
             index = 0
+            unencodedFrom = nil
         }
         return written
     }

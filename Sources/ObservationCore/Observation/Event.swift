@@ -42,6 +42,11 @@ public struct Event: Sendable {
         }
     }
 
+    /// Whether its data is still to be encoded (the admin stream's `valueChanged`).
+    public var isDeferred: Bool {
+        if case .deferred = payload { true } else { false }
+    }
+
     /// This event with its data encoded (itself, when it is).
     public var materialized: Event {
         guard case .deferred(let record) = payload else { return self }

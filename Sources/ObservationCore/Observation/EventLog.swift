@@ -314,8 +314,10 @@ public final class EventLog: Sendable {
         case gap(oldest: Int)
     }
 
-    /// `read`, handing each event to `take` (under the log's lock: it only keeps it) instead of
-    /// collecting them into an array (a stream's read, at every delivery).
+    /// `read`, handing each event to `take` instead of collecting them into an array (a
+    /// stream's read, at every delivery). `take` runs under the log's lock, which every write
+    /// to the log waits for: it keeps the event and does nothing slow (an admin stream encodes its
+    /// deferred records after it).
     public func read(
         after cursor: Int, through last: Int = .max, limit: Int = 256, maxBytes: Int = .max,
         advancing token: Int? = nil, into take: (Event) -> Void
