@@ -67,8 +67,8 @@ final class Outbox: Sendable {
                 tellTimer = tellTimer || effects.timerMustLook
             }
             for log in scratch.touched where log.reveal() { order.append(log) }
-            scratch.touched.removeAll(keepingCapacity: true)
-            scratch.batch.removeAll(keepingCapacity: true)
+            scratch.touched.emptyKeepingCapacity()
+            scratch.batch.emptyKeepingCapacity()
             _ = performedRevision.max(revision, ordering: .releasing)
             return (order, barriers, tellTimer)
         }
@@ -90,4 +90,13 @@ private struct Scratch {
 /// `Store.journalHandler`).
 struct TimerHook: Sendable {
     let call: @Sendable () -> Void
+}
+
+extension Array {
+    /// Empties the array and keeps its storage, element by element from the end: for the few
+    /// elements a batch holds, a fraction of `removeAll(keepingCapacity: true)`, which goes
+    /// through the generic `replaceSubrange` (about 600 instructions a call, measured in W1).
+    fileprivate mutating func emptyKeepingCapacity() {
+        while popLast() != nil {}
+    }
 }
