@@ -231,21 +231,15 @@ public final class EventLog: Sendable {
     /// Runs every attached stream's waker, and the aborts of streams cut off since the last
     /// call (call after releasing the store's lock).
     public func wake() {
-        typealias Call = @Sendable () -> Void
-        let (only, wakers, aborts, waiters) = state.withLock { state -> (Call?, [Call], [Call], [Call]) in
+        let (wakers, aborts, waiters) = state.withLock { state in
             defer {
                 state.cutOff.removeAll()
                 state.waiters.removeAll()
                 state.wakePending = false
             }
-            // One stream and nothing else (an observer's log, most often): no lists made.
-            if state.attached.count == 1, state.cutOff.isEmpty, state.waiters.isEmpty {
-                return (state.attached[0].reader.wake, [], [], [])
-            }
-            return (nil, state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
+            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
         }
         for abort in aborts { abort() }
-        only?()
         for wake in wakers { wake() }
         for wake in waiters { wake() }
     }
