@@ -25,9 +25,12 @@ extension ObjectGraph {
         let object = objects.values[position]
         try checkRevision(object, ifRevision)
         let target = try writeTarget(path, from: object)
-        let own = target.objectID == object.id
-        try checkAssignable(value, to: target, in: own ? object : nil)
-        return (target, own ? position : nil)
+        guard target.objectID == object.id else {
+            try checkAssignable(value, to: target)
+            return (target, nil)
+        }
+        try checkAssignable(value, to: target, in: object)
+        return (target, position)
     }
 
     /// Where a write to `path` from object `id` lands (at revision `ifRevision`, when given).
@@ -77,12 +80,15 @@ extension ObjectGraph {
     }
 
     /// Checks that `value` may be stored at `target`: the key exists in the
-    /// object's class, is not computed, and the value has the declared type. `known`: the
-    /// target's object when the caller has it (saves looking it up again).
-    func checkAssignable(_ value: JSON, to target: WriteTarget, in known: StoredObject? = nil) throws(CoreError) {
-        guard let object = known ?? objects[target.objectID] else {
-            throw CoreError.notFound("object", target.objectID)
-        }
+    /// object's class, is not computed, and the value has the declared type.
+    func checkAssignable(_ value: JSON, to target: WriteTarget) throws(CoreError) {
+        guard let object = objects[target.objectID] else { throw CoreError.notFound("object", target.objectID) }
+        try checkAssignable(value, to: target, in: object)
+    }
+
+    /// `checkAssignable(_:to:)` for the target's object, which the caller has at hand (passed
+    /// borrowed: no copy of its fields).
+    func checkAssignable(_ value: JSON, to target: WriteTarget, in object: StoredObject) throws(CoreError) {
         var type: PropertyType?
         if target.inner.isEmpty, let schema = schema(of: object) {
             guard let spec = schema.properties[target.key] else {
