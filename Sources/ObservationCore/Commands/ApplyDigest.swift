@@ -29,8 +29,9 @@ public struct ApplyDigest: Sendable, Equatable {
     public mutating func add(_ effects: Effects) {
         mix(UInt64(truncatingIfNeeded: effects.revision))
         mix(UInt64(truncatingIfNeeded: effects.events.count))
-        for (log, event) in effects.events {
-            add(log.label.utf8)
+        for logged in effects.events {
+            let event = logged.event
+            add(logged.log.label.utf8)
             mix(UInt64(truncatingIfNeeded: event.id))
             add(event.name.utf8)
             add(event.data)

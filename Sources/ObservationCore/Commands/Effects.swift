@@ -4,7 +4,7 @@
 /// store's lock is released, in the order the commands were applied.
 public struct Effects: Sendable {
     /// Events in the order they were made, with their logs (observers' and the admin stream's).
-    var events: [(log: EventLog, event: Event)] = []
+    var events: [LoggedEvent] = []
     /// Logs whose observer went away: closed after their last events.
     var closedLogs: [EventLog] = []
     /// Delivery barriers: each stream of the log gets a `progress` at this revision once it has
@@ -21,11 +21,18 @@ public struct Effects: Sendable {
     /// (the admin stream's and its observers'), which one allocation holds.
     mutating func add(_ event: Event, to log: EventLog) {
         if events.capacity == 0 { events.reserveCapacity(4) }
-        events.append((log, event))
+        events.append(LoggedEvent(log: log, event: event))
     }
 
     var isEmpty: Bool { events.isEmpty && closedLogs.isEmpty && barriers.isEmpty && !timerMustLook }
 
     /// The events made, with the label of the log each goes to (an observer's id, or `admin`).
     public var madeEvents: [(log: String, event: Event)] { events.map { ($0.log.label, $0.event) } }
+}
+
+/// An event with its log. A struct, not a tuple: an array of tuples is destroyed through the
+/// runtime's generic tuple witness (see `JSONObject.Member`).
+struct LoggedEvent: Sendable {
+    let log: EventLog
+    let event: Event
 }

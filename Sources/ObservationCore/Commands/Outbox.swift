@@ -58,8 +58,8 @@ final class Outbox: Sendable {
             var barriers: [EventLog.Barrier] = []
             var tellTimer = false
             for effects in scratch.batch {
-                for (log, event) in effects.events where log.append(event, batch: performed) {
-                    scratch.touched.append(log)
+                for logged in effects.events where logged.log.append(logged.event, batch: performed) {
+                    scratch.touched.append(logged.log)
                 }
                 for log in effects.closedLogs where log.close() { order.append(log) }
                 // Right after the events of the commands before it: between two revisions.

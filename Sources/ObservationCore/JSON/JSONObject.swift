@@ -105,5 +105,8 @@ extension JSONObject: Hashable {
 }
 
 extension JSONObject: ExpressibleByDictionaryLiteral {
-    public init(dictionaryLiteral elements: (String, JSON)...) { self.init(elements) }
+    /// `[:]` (a default argument on every write) allocates and reserves nothing.
+    public init(dictionaryLiteral elements: (String, JSON)...) {
+        if elements.isEmpty { self.init() } else { self.init(elements) }
+    }
 }
