@@ -130,6 +130,8 @@ struct HTTPLayerTests {
             ("application/merge-patch+json", true), ("application/vnd.api+JSON;x=1", true),
             ("text/plain", false), ("application/jsonx", false), ("+json", false), ("json", false),
             ("application/json-seq", false), ("application/jsón", false), ("", false),
+            // Bytes that `| 0x20` maps onto a non-letter of the name: only letters take either case.
+            ("application\u{0F}json", false), ("application/vnd\u{0B}json", false),
         ])
     func jsonMediaTypes(contentType: String, isJSON: Bool) {
         #expect(JSONBody.isJSON(contentType) == isJSON)

@@ -36,6 +36,11 @@ struct URLTests {
         ("GET", "/v1/observers/x%0Ay/events", nil),
         ("DELETE", "/v1/classes/Thing%00", nil),
         ("PUT", "/v1/classes/Thing%00x", ["properties": [:]]),
+        // The edges of the printable range a segment may hold (0x20–0x7E), and beyond ASCII.
+        ("GET", "/v1/objects/victim%1F", nil),
+        ("PUT", "/v1/objects/victim%7F/values/x", ["value": 666]),
+        ("PUT", "/v1/objects/victim/values/x%7F", ["value": 666]),
+        ("DELETE", "/v1/objects/victim%FF", nil),
     ]
 
     @Test("hostile segments are refused and change nothing", arguments: hostile)

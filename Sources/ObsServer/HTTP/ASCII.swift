@@ -3,15 +3,15 @@
 enum ASCII {
     /// Whether `bytes`, ASCII letters lowered, are `lowercase`.
     static func equalsLowercased(_ bytes: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
-        lowercase.withUTF8Buffer { expected in
-            guard bytes.count == expected.count else { return false }
-            for index in 0..<expected.count {
-                let byte = bytes[index]
-                let lowered = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
-                guard lowered == expected[index] else { return false }
-            }
-            return true
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        // One comparison per byte: a letter of `lowercase` also takes its upper case (`| 0x20`
+        // lowers exactly the letters onto themselves), anything else only itself.
+        let expected = lowercase.utf8Start
+        for index in 0..<bytes.count {
+            let (byte, want) = (bytes[index], expected[index])
+            guard byte == want || (byte | 0x20 == want && want &- UInt8(ascii: "a") < 26) else { return false }
         }
+        return true
     }
 
     /// Whether `text`, ASCII letters lowered, contains `lowercase` (a media type in `Accept`):
