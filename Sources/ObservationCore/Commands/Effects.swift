@@ -31,7 +31,7 @@ public struct Effects: Sendable {
 }
 
 /// An event with its log. A struct, not a tuple: an array of tuples is destroyed through the
-/// runtime's generic tuple witness (see `JSONObject.Member`).
+/// runtime's generic tuple witness, element by element and field by field.
 struct LoggedEvent: Sendable {
     let log: EventLog
     let event: Event
