@@ -70,4 +70,25 @@ struct NamesTests {
     func suggestions(word: String, candidates: [String], expected: String?) {
         #expect(Suggestion.closest(to: word, in: candidates) == expected)
     }
+
+    @Test("fresh ids and tokens are lowercase hex, all different, every byte drawn on its own")
+    func randomIDs() {
+        let ids = (0..<2000).map { _ in Command.newID("obs_") }
+        #expect(Set(ids).count == ids.count)
+        let hex = Set("0123456789abcdef")
+        for id in ids {
+            #expect(id.hasPrefix("obs_") && id.count == 4 + 16)
+            #expect(id.dropFirst(4).allSatisfy(hex.contains))
+        }
+        // Each of the 16 places takes every digit, and neighbouring bytes rarely agree
+        // (one in 256 if they are independent; always if one byte were spread over several).
+        for place in 0..<16 {
+            #expect(Set(ids.map { Array($0.dropFirst(4))[place] }) == hex)
+        }
+        let agreeing = ids.filter { Array($0.dropFirst(4)).prefix(2) == Array($0.dropFirst(4)).dropFirst(2).prefix(2) }
+        #expect(agreeing.count < 40)
+        let token = Command.newToken()
+        #expect(token.count == 48 && token.allSatisfy(hex.contains))
+        #expect(Set(token).count > 4)
+    }
 }

@@ -357,7 +357,6 @@ final class HTTPDaemon: Sendable {
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
         if !response.contentType.isEmpty {
-            // `withCString`: passing the string itself would copy it into a new array on every call.
             response.contentType.withCString { _ = MHD_add_response_header(created, Self.contentType, $0) }
         }
         Self.add(response.headers, corsHeaders, to: created)
@@ -369,8 +368,16 @@ final class HTTPDaemon: Sendable {
         _ headers: [(name: String, value: String)], _ corsHeaders: [(name: String, value: String)],
         to response: OpaquePointer
     ) {
-        for (name, value) in headers { MHD_add_response_header(response, name, value) }
-        for (name, value) in corsHeaders { MHD_add_response_header(response, name, value) }
+        for (name, value) in headers { add(name, value, to: response) }
+        for (name, value) in corsHeaders { add(name, value, to: response) }
+    }
+
+    /// Adds one header. `withCString`: passing the strings themselves would copy each into a
+    /// new array on every call (Swift has no C string for a short one).
+    private static func add(_ name: String, _ value: String, to response: OpaquePointer) {
+        name.withCString { name in
+            value.withCString { value in _ = MHD_add_response_header(response, name, value) }
+        }
     }
 
     // MARK: - Event streams
@@ -405,7 +412,7 @@ final class HTTPDaemon: Sendable {
         if !registered { stream.stop() }  // the daemon is stopping: it ends at its first read
         body.start(
             StreamControl(wake: { [weak stream] in stream?.wake() }, abort: { [weak stream] in stream?.abort() }))
-        MHD_add_response_header(created, "Content-Type", response.contentType)
+        response.contentType.withCString { _ = MHD_add_response_header(created, Self.contentType, $0) }
         Self.add(response.headers, corsHeaders, to: created)
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
