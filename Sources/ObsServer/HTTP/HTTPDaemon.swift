@@ -240,8 +240,8 @@ final class HTTPDaemon: Sendable {
         swap(&headers, &pending.headers)
         swap(&body, &pending.body)
         let request = HTTPRequest(
-            method: HTTPMethod(rawValue: pending.method), path: pending.path, rawQuery: query, headers: headers,
-            body: body)
+            method: HTTPMethod(rawValue: pending.method), path: pending.path, rawQuery: consume query,
+            headers: consume headers, body: consume body)
         let answer = handler(request)
         if let deferred = answer.deferred {
             pending.route = answer.route
