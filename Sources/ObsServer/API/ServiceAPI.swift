@@ -40,12 +40,13 @@ final class ServiceCounters: Sendable {
     let startedAt = ContinuousClock.now
     private let startedNanos = BootClock.nanoseconds
     let requests = Atomic<Int>(0)
-    /// When the last request arrived, in nanoseconds after `startedAt` (the idle queue waits for quiet).
+    /// When the last request was handled, in nanoseconds after `startedAt` (the idle queue waits for quiet).
     let lastRequestNanos = Atomic<Int64>(0)
 
+    /// Counts a request. Its activity is marked when its handler returns (`recordActivity`),
+    /// microseconds later even for an answer that waits: the handler returns at once then too.
     func recordRequest() {
         requests.add(1, ordering: .relaxed)
-        recordActivity()
     }
 
     /// Marks the server busy now (a request arrived or was answered).
