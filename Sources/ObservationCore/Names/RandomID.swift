@@ -3,7 +3,7 @@ enum RandomID {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// `prefix` and `bytes` random bytes in hex. One draw from the system's generator gives
-    /// eight bytes (a draw is a `getrandom` call: one per byte made an observer cost 40).
+    /// eight bytes (a draw is a `getrandom` call: one per byte made an observer cost 32).
     static func make(_ prefix: String, bytes: Int = 8) -> String {
         var generator = SystemRandomNumberGenerator()
         var hex: [UInt8] = []
