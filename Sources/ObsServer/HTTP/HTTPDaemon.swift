@@ -356,19 +356,18 @@ final class HTTPDaemon: Sendable {
         }
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
-        if !response.contentType.isEmpty {
-            response.contentType.withCString { _ = MHD_add_response_header(created, Self.contentType, $0) }
-        }
-        Self.add(response.headers, corsHeaders, to: created)
+        Self.addHeaders(of: response, corsHeaders, to: created)
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
 
-    /// Adds an answer's headers, then the CORS ones.
-    private static func add(
-        _ headers: [(name: String, value: String)], _ corsHeaders: [(name: String, value: String)],
-        to response: OpaquePointer
+    /// Adds an answer's `Content-Type` (when it has one) and headers, then the CORS ones.
+    private static func addHeaders(
+        of answer: HTTPResponse, _ corsHeaders: [(name: String, value: String)], to response: OpaquePointer
     ) {
-        for (name, value) in headers { add(name, value, to: response) }
+        if !answer.contentType.isEmpty {
+            answer.contentType.withCString { _ = MHD_add_response_header(response, contentType, $0) }
+        }
+        for (name, value) in answer.headers { add(name, value, to: response) }
         for (name, value) in corsHeaders { add(name, value, to: response) }
     }
 
@@ -412,8 +411,7 @@ final class HTTPDaemon: Sendable {
         if !registered { stream.stop() }  // the daemon is stopping: it ends at its first read
         body.start(
             StreamControl(wake: { [weak stream] in stream?.wake() }, abort: { [weak stream] in stream?.abort() }))
-        response.contentType.withCString { _ = MHD_add_response_header(created, Self.contentType, $0) }
-        Self.add(response.headers, corsHeaders, to: created)
+        Self.addHeaders(of: response, corsHeaders, to: created)
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
 
