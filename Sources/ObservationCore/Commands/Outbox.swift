@@ -42,8 +42,20 @@ final class Outbox: Sendable {
 
     /// Performs everything queued so far, in order.
     func perform() {
-        let (wake, barriers, tellTimer) = performing.withLock {
-            scratch -> ([EventLog], [EventLog.Barrier], Bool) in
+        deliver(performQueued())
+    }
+
+    /// What performing left to do after every lock: barriers to hand over, logs to wake, the timer to tell.
+    struct Deliveries {
+        fileprivate let wake: [EventLog]
+        fileprivate let barriers: [EventLog.Barrier]
+        fileprivate let tellTimer: Bool
+    }
+
+    /// Puts everything queued so far into the logs, in order; the deliveries are the caller's
+    /// to make once it holds no lock (`deliver`).
+    func performQueued() -> Deliveries {
+        performing.withLock { scratch -> Deliveries in
             // The queue takes the empty list back: neither list is copied or reallocated.
             let revision = queue.withLock { queue in
                 swap(&queue.effects, &scratch.batch)
@@ -70,11 +82,15 @@ final class Outbox: Sendable {
             scratch.touched.emptyKeepingCapacity()
             scratch.batch.emptyKeepingCapacity()
             _ = performedRevision.max(revision, ordering: .releasing)
-            return (order, barriers, tellTimer)
+            return Deliveries(wake: order, barriers: barriers, tellTimer: tellTimer)
         }
-        for barrier in barriers { barrier.deliver() }
-        for log in wake { log.wake() }
-        if tellTimer { timer.withLock { $0 }?.call() }
+    }
+
+    /// Makes what `performQueued` left to do (no lock held).
+    func deliver(_ deliveries: Deliveries) {
+        for barrier in deliveries.barriers { barrier.deliver() }
+        for log in deliveries.wake { log.wake() }
+        if deliveries.tellTimer { timer.withLock { $0 }?.call() }
     }
 }
 

@@ -26,4 +26,13 @@ public enum Outcome: Sendable {
     case done
     /// A retry under an idempotency key: what the first request was answered (it changed nothing).
     case replayed(StoredAnswer)
+
+    /// Whether the answer tells of stored state, and so may be sent only once that state is
+    /// durable: all but a keepalive's lease and a barrier (neither is stored).
+    public var reportsStoredState: Bool {
+        switch self {
+        case .leaseRenewed, .barrier: false
+        default: true
+        }
+    }
 }

@@ -202,14 +202,33 @@ public final class EventLog: Sendable {
         state.withLock { $0.visibleID = max($0.visibleID, id) }
     }
 
-    /// Continues the ids of an earlier run: the next event gets `id + 1` (an empty log only).
+    /// Continues the ids of an earlier run: the next event gets `id + 1` (an empty log only;
+    /// ids never go back).
     func continueAfter(_ id: Int) {
         state.withLock { state in
-            guard state.events.count == 0 else { return }
+            guard state.events.count == 0, id > state.lastID else { return }
             state.lastID = id
             state.visibleID = id
             state.revealedID = id
             state.highestSent = id
+        }
+    }
+
+    /// Forgets the events no stream may see yet (their changes were rolled back, never made
+    /// durable): the next event takes the id after the last published one, and a close the
+    /// rollback undid is undone too. Call with every queued append performed (the outbox's lock held).
+    func discardUnpublished() {
+        state.withLock { state in
+            state.closed = false
+            let kept = min(state.visibleID, state.lastID)
+            while state.lastID > kept, let event = state.events.removeLast() {
+                state.heldBytes -= event.heldBytes
+                state.lastID -= 1
+            }
+            // Published ahead of the appends (never past what was made durable): not past them now.
+            state.lastID = kept
+            state.visibleID = kept
+            state.revealedID = kept
         }
     }
 
@@ -382,29 +401,4 @@ public final class EventLog: Sendable {
     }
 
     public var droppedStreams: Int { state.withLock { $0.droppedStreams } }
-}
-
-/// The events a log holds, oldest first: appended at the end, removed from the front, both
-/// in amortised constant time. A removed event's slot is cleared at once (its bytes freed).
-struct EventRing: Sendable {
-    private var storage: [Event] = []
-    private var head = 0
-
-    var count: Int { storage.count - head }
-
-    /// The event `offset` places after the oldest.
-    subscript(offset: Int) -> Event { storage[head + offset] }
-
-    mutating func append(_ event: Event) { storage.append(event) }
-
-    mutating func removeFirst() -> Event {
-        let event = storage[head]
-        storage[head] = .vacant
-        head += 1
-        if head >= 32, head * 2 >= storage.count {
-            storage.removeFirst(head)
-            head = 0
-        }
-        return event
-    }
 }

@@ -160,6 +160,27 @@ struct ObserverTable: Sendable {
         if let expiresAt { leases.schedule(id, at: expiresAt.milliseconds) } else { leases.cancel(id) }
     }
 
+    /// Takes the streams and leases of `live` (this process's table before a rollback: its streams
+    /// stay open across it) for every observer both hold; an observer only this table has (its
+    /// removal was rolled back) has no stream, and its lease counts from `time`.
+    mutating func adoptStreams(from live: ObserverTable, at time: Timestamp) {
+        streams = live.streams
+        adminHolders = live.adminHolders
+        for id in ids {
+            let current = live.observers[id]
+            let expiresAt: Timestamp? = observers.inPlace(id) { record in
+                record.holders = current?.holders ?? [:]
+                record.streams = current?.streams ?? 0
+                record.expiresAt =
+                    if let current { current.expiresAt } else {
+                        Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
+                    }
+                return record.expiresAt
+            } ?? nil
+            if let expiresAt { leases.schedule(id, at: expiresAt.milliseconds) } else { leases.cancel(id) }
+        }
+    }
+
     /// Restores the admin streams cluster nodes hold.
     mutating func restoreAdminHolders(_ holders: [String: Int]) {
         adminHolders = holders

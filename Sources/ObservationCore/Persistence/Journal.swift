@@ -58,6 +58,9 @@ struct Journal: Sendable {
         logs[ObjectIdentifier(log)] = (log, id)  // ids only grow
     }
 
+    /// The logs with held-back events, in no particular order.
+    var heldLogs: [(log: EventLog, through: Int)] { Array(logs.values) }
+
     /// Hands over the commands and held logs since the last take.
     mutating func takeCommands() -> (
         commands: [(position: Int, bytes: [UInt8])], logs: [(log: EventLog, through: Int)]
@@ -78,6 +81,13 @@ struct Journal: Sendable {
             sinceCheckpoint = 0
         }
         return changed
+    }
+
+    /// Continues positions after `position` (never back): after a rollback, the positions of the
+    /// commands it undid are never given again, so an answer waiting on one is never released by
+    /// a later commit.
+    mutating func skip(to position: Int) {
+        sequence = max(sequence, position)
     }
 
     /// Forgets held logs and recorded commands (they came from the data directory: durable already).

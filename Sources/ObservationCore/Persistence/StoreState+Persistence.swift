@@ -149,15 +149,17 @@ extension StoreState {
             document.members["tokenHash"] != nil
             ? try document.string("tokenHash") : TokenHash.of(try document.string("token"))
         let lastEventID = try document.int("lastEventId")
+        let replay = try document.int("replay")
         observers.insert(
             ObserverRecord(
                 id: id, name: try document.string("name"), tokenHash: tokenHash, lease: try document.int("lease"),
                 retainObserved: try document.bool("retainObserved"),
                 client: document.members["client"] == nil ? nil : try document.optionalString("client"),
                 createdAt: try document.timestamp("createdAt"),
-                log: EventLog(
-                    label: id, capacity: try document.int("replay"), maxBytes: limits.maxReplayBytes,
-                    lastID: lastEventID, gated: journal.enabled),
+                log: reusableLog(id)
+                    ?? EventLog(
+                        label: id, capacity: replay, maxBytes: limits.maxReplayBytes,
+                        lastID: lastEventID, gated: journal.enabled),
                 lastEventID: lastEventID),
             at: time)
     }

@@ -50,25 +50,35 @@ public final class Store: Sendable {
     /// writes, before it changes anything; background changes go on. `tap` sees the effects
     /// (under the lock, before they are performed: the determinism digest reads them there).
     public func execute(_ command: Command, tap: ((Effects) -> Void)? = nil) throws(CoreError) -> Outcome {
+        try submit(command, tap: tap).outcome
+    }
+
+    /// `execute`, with the journal position the answer must wait for: the command's own when it
+    /// was journaled, else the last one recorded when the answer reports state that may not be
+    /// durable yet (a deduplicated registration, an idempotent replay); nil when there is
+    /// nothing to wait for (an in-memory store, a keepalive, a barrier).
+    public func submit(_ command: Command, tap: ((Effects) -> Void)? = nil) throws(CoreError) -> Executed {
         // Encoded for the journal before the lock, on the caller's thread: the lock is held
         // for less, and what the command holds is released where it was made (the committer
         // frees one buffer per command, not the command's strings and values).
         let encoded = gated && command.changesState ? command.encoded() : nil
-        let (result, signal) = state.withLock { state -> (Result<Outcome, CoreError>, Bool) in
+        let (result, signal) = state.withLock { state -> (Result<Executed, CoreError>, Bool) in
             if command.action.isClientWrite, let outage = state.outage { return (.failure(outage.error), false) }
             let wasEmpty = state.journal.isEmpty
             let (result, effects) = state.apply(command)
             tap?(effects)
             outbox.enqueue(effects)
             // A refused command changed nothing: nothing to make durable.
-            guard case .success = result else { return (result, false) }
+            guard case .success(let outcome) = result else { return (result.map { Executed($0, ticket: nil) }, false) }
+            var signal = false
             // A replayed answer changed nothing: nothing to journal.
-            if case .success(.replayed) = result { return (result, false) }
-            guard let encoded, let position = state.journal.record(encoded) else {
-                return (result, false)
+            if case .replayed = outcome {
+            } else if let encoded, let position = state.journal.record(encoded) {
+                sequenceCounter.store(position, ordering: .releasing)
+                signal = wasEmpty
             }
-            sequenceCounter.store(position, ordering: .releasing)
-            return (result, wasEmpty)
+            let ticket = state.journal.enabled && outcome.reportsStoredState ? state.journal.sequence : nil
+            return (.success(Executed(outcome, ticket: ticket)), signal)
         }
         outbox.perform()
         if signal { journalHandler.withLock { $0 }?.wake() }
@@ -135,6 +145,17 @@ public final class Store: Sendable {
                 queuedNotifications: state.center.queue.entries.count,
                 queuedNotificationBytes: state.center.queue.bytes)
         }
+    }
+}
+
+/// A command's answer, and the journal position it waits for (see `Store.submit`).
+public struct Executed: Sendable {
+    public let outcome: Outcome
+    public let ticket: Int?
+
+    init(_ outcome: Outcome, ticket: Int?) {
+        self.outcome = outcome
+        self.ticket = ticket
     }
 }
 

@@ -22,8 +22,9 @@ extension StoreState {
             ObserverRecord(
                 id: id, name: settings.name ?? id, tokenHash: tokenHash, lease: settings.lease,
                 retainObserved: settings.retainObserved, client: settings.client, createdAt: time,
-                log: EventLog(
-                    label: id, capacity: settings.replay, maxBytes: limits.maxReplayBytes, gated: journal.enabled),
+                log: reusableLog(id)
+                    ?? EventLog(
+                        label: id, capacity: settings.replay, maxBytes: limits.maxReplayBytes, gated: journal.enabled),
                 lastEventID: 0),
             at: time)
         journal.mark(.observer, id)

@@ -46,14 +46,25 @@ struct StoreState: Sendable {
     var outage: Outage?
     /// The effects of the command being applied (taken by `apply`).
     var effects = Effects()
+    /// Logs that restoring gives back to their observers instead of new ones (a rollback: the
+    /// streams reading them stay attached), by observer id.
+    var reusableLogs: [String: EventLog] = [:]
 
-    init(limits: StoreLimits, persistent: Bool = false, renderer: AnswerRenderer = .plain) {
+    /// `adminLog`: the admin stream's log to keep (a rollback), or nil for a new one.
+    init(limits: StoreLimits, persistent: Bool = false, renderer: AnswerRenderer = .plain, adminLog: EventLog? = nil) {
         self.limits = limits
         self.renderer = renderer
         self.journal = Journal(enabled: persistent)
         self.center = NotificationCenter(queue: NotificationQueue())
-        self.adminLog = EventLog(
-            label: "admin", capacity: limits.adminReplay, maxBytes: limits.maxAdminReplayBytes, gated: persistent)
+        self.adminLog =
+            adminLog
+            ?? EventLog(
+                label: "admin", capacity: limits.adminReplay, maxBytes: limits.maxAdminReplayBytes, gated: persistent)
+    }
+
+    /// The log a rollback keeps for observer `id` (nil: make a new one).
+    func reusableLog(_ id: String) -> EventLog? {
+        reusableLogs.isEmpty ? nil : reusableLogs[id]
     }
 
     /// Takes the next revision.

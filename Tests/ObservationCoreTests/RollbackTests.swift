@@ -1,0 +1,81 @@
+import ObservationCore
+import Testing
+
+@Suite("Rollback: back to what the data directory holds")
+struct RollbackTests {
+    /// A store with a durable history: an object, an observer watching it, one published change.
+    private func durableStore() throws -> (Store, DataDirectory, String) {
+        let store = try Store(restoring: PersistedImage())
+        var directory = DataDirectory()
+        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        let id = try store.createObserver(ObserverSettings(name: "w", lease: 300)).observer.id
+        _ = try store.observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        _ = try store.setValue(1, of: "a", at: "n")
+        directory.apply(store.takeBatch())
+        return (store, directory, id)
+    }
+
+    @Test("undone writes leave nothing: state, events and ids are the data directory's, streams stay attached")
+    func undoesWhatIsNotDurable() throws {
+        let (store, durable, id) = try durableStore()
+        var directory = durable
+        let log = try store.openStream(of: id)
+        directory.apply(store.takeBatch())  // the stream's opening
+        let before = try visibleState(store)
+        let positions = directory.image.lastPosition
+
+        // Two writes whose commit fails, one more after the batch was taken, and a new observer.
+        _ = try store.setValue(2, of: "a", at: "n")
+        _ = try store.createObject(id: "b", className: nil, values: [:])
+        let failed = store.takeBatch()
+        _ = try store.setValue(3, of: "a", at: "n")
+        let newcomer = try store.createObserver(ObserverSettings()).observer.id
+        #expect(log.lastID == 3, "the undone writes made events (not shown)")
+
+        let revision = try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
+        #expect(try visibleState(store) == before)
+        #expect(revision == store.stats().revision)
+        #expect(throws: CoreError.self) { try store.observer(newcomer) }
+        #expect(log.lastID == 1 && held(log).count == 1, "the log holds only the published event")
+        #expect(try store.openStream(of: id) === log, "the observer reads the same log: its streams go on")
+
+        // What follows takes the next event id and a position after every undone one.
+        _ = try store.setValue(4, of: "a", at: "n")
+        let next = store.takeBatch()
+        #expect(next.commands.map(\.position).allSatisfy { $0 > failed.sequence })
+        #expect(next.commands.first.map { $0.position > positions } == true)
+        next.publish()
+        #expect(held(log).map { $0.split(separator: " ")[0] } == ["1", "2"])
+        #expect(held(log).last?.contains("\"new\":4") == true)
+    }
+
+    @Test("an undone removal brings the observer back with its log; its lease counts from the rollback")
+    func undoesARemoval() throws {
+        let (store, durable, id) = try durableStore()
+        var directory = durable
+        let log = try store.openStream(of: id)
+        store.closeStream(of: id)
+        directory.apply(store.takeBatch())
+        _ = try store.deleteObserver(id)
+        let failed = store.takeBatch()
+        try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 5_000))
+        let back = try store.observer(id)
+        #expect(back.registrations.count == 1)
+        #expect(back.expiresAt == Timestamp(milliseconds: 305_000))
+        #expect(try store.openStream(of: id) === log)
+        _ = try store.setValue(7, of: "a", at: "n")
+        store.takeBatch().publish()
+        #expect(held(log).last?.hasPrefix("2 change") == true)
+    }
+
+    @Test("a store rolled back equals one rebuilt from the same data directory")
+    func equalsARestart() throws {
+        let (store, directory, _) = try durableStore()
+        _ = try store.defineClass("T", definition: ["properties": ["x": ["type": "number"]]])
+        _ = try store.post(name: "later", object: nil, userInfo: [:], style: .idle)
+        let failed = store.takeBatch()
+        try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
+        #expect(try visibleState(store) == visibleState(Store(restoring: directory.image)))
+        #expect(store.flushQueued(.idle) == 0, "the undone posting is gone")
+    }
+}
