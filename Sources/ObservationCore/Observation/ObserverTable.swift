@@ -168,15 +168,16 @@ struct ObserverTable: Sendable {
         adminHolders = live.adminHolders
         for id in ids {
             let current = live.observers[id]
-            let expiresAt: Timestamp? = observers.inPlace(id) { record in
-                record.holders = current?.holders ?? [:]
-                record.streams = current?.streams ?? 0
-                record.expiresAt =
-                    if let current { current.expiresAt } else {
-                        Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
-                    }
-                return record.expiresAt
-            } ?? nil
+            let expiresAt: Timestamp? =
+                observers.inPlace(id) { record in
+                    record.holders = current?.holders ?? [:]
+                    record.streams = current?.streams ?? 0
+                    record.expiresAt =
+                        if let current { current.expiresAt } else {
+                            Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
+                        }
+                    return record.expiresAt
+                } ?? nil
             if let expiresAt { leases.schedule(id, at: expiresAt.milliseconds) } else { leases.cancel(id) }
         }
     }
