@@ -47,7 +47,11 @@ struct DurabilityTests {
     @Test("a commit that fails is retried with later changes; its answer waits until it is durable")
     func failedCommitsAreRetried() throws {
         let directory = try TemporaryDirectory()
-        let server = try TestServer { $0.dataDir = directory.path }
+        // Longer than this test holds the lock: the write waits and is never rolled back.
+        let server = try TestServer {
+            $0.dataDir = directory.path
+            $0.commitTimeout = .seconds(60)
+        }
         defer { server.stop() }
         let client = server.client()
         defer { client.close() }
@@ -99,7 +103,11 @@ struct DurabilityTests {
     @Test("stopping while commits fail closes the held answers unanswered, and nothing unanswered is stored")
     func stopDuringAnOutage() throws {
         let directory = try TemporaryDirectory()
-        let server = try TestServer { $0.dataDir = directory.path }
+        // The stop comes before the commit timeout would answer the held write.
+        let server = try TestServer {
+            $0.dataDir = directory.path
+            $0.commitTimeout = .seconds(60)
+        }
         let client = server.client()
         try client.createObject("a", values: ["n": 0])
         let blocker = try SQLiteDatabase(path: directory.path + "/" + StoreDatabase.fileName)

@@ -32,9 +32,10 @@ struct RollbackTests {
         let newcomer = try store.createObserver(ObserverSettings()).observer.id
         #expect(log.lastID == 3, "the undone writes made events (not shown)")
 
-        let revision = try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
+        let undone = try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
         #expect(try visibleState(store) == before)
-        #expect(revision == store.stats().revision)
+        #expect(undone.revision == store.stats().revision)
+        #expect(undone.undoneThrough == store.journalSequence && undone.undoneThrough > failed.sequence)
         #expect(throws: CoreError.self) { try store.observer(newcomer) }
         #expect(log.lastID == 1 && held(log).count == 1, "the log holds only the published event")
         #expect(try store.openStream(of: id) === log, "the observer reads the same log: its streams go on")

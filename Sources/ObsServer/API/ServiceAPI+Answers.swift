@@ -12,7 +12,13 @@ extension ServiceAPI {
         let command = Command(
             time: .now(), action, by: try Self.client(of: request),
             idempotency: try Self.idempotencyClaim(of: request, answerMembers: answerMembers))
-        guard let cluster else { return Self.answer(try store.execute(command), adding: answerMembers) }
+        guard let cluster else {
+            let executed = try store.submit(command)
+            var response = Self.answer(executed.outcome, adding: answerMembers)
+            // A durable store's answer waits until what it reports is on disk (or was rolled back).
+            response.holdUntil = executed.ticket
+            return response
+        }
         let deferred = DeferredAnswer()
         cluster.submit(command) { result in
             deferred.resolve {
@@ -109,13 +115,9 @@ extension HTTPResponse {
             response.headers.append(("Location", "/v1/observers/\(observer.id)"))
             return response
         case .barrier(let revision):
-            var response = HTTPResponse.json(["revision": .int(revision)])
-            response.reportsDurableChange = false  // a barrier changes nothing: nothing to wait for
-            return response
+            return .json(["revision": .int(revision)])
         case .leaseRenewed(let expiresAt):
-            var response = HTTPResponse.json(["expiresAt": expiresAt.map { .string($0.rfc3339) } ?? .null])
-            response.reportsDurableChange = false  // leases are not stored: nothing to wait for
-            return response
+            return .json(["expiresAt": expiresAt.map { .string($0.rfc3339) } ?? .null])
         case .observed(let result):
             let all = result.registrations.allSatisfy(\.deduplicated)
             var members: JSONObject = [

@@ -5,9 +5,8 @@ extension ServiceAPI {
         router.on(.get, "/healthz") { _, _ in
             guard let cluster, !cluster.isHealthy else { return .json(["status": "ok"]) }
             // Not caught up with the cluster, or cut off from its database: send clients elsewhere.
-            var response = HTTPResponse.json(["status": "unavailable"], status: 503)
-            response.headers.append(("Retry-After", "1"))
-            return response
+            let reason = "this node has not caught up with the cluster, or cannot reach its database"
+            return APIError(CoreError(.unavailable, reason, details: ["retryAfter": 1])).response
         }
         router.on(.get, "/v1/stats") { _, _ in .json(.object(figures())) }
         router.on(.get, "/metrics") { _, _ in prometheus() }
@@ -90,6 +89,9 @@ extension ServiceAPI {
                 "obs_commit_rows_total", "counter", "Commands appended to the log by group commits.", "\(figures.rows)")
             metric("obs_checkpoints_total", "counter", "Checkpoints written.", "\(figures.checkpoints)")
             metric("obs_commit_failures_total", "counter", "Failed commits (retried).", "\(figures.failures)")
+            metric(
+                "obs_commit_rollbacks_total", "counter",
+                "Rollbacks to the data directory (a commit failed past --commit-timeout).", "\(figures.rollbacks)")
             metric("obs_commit_seconds_total", "counter", "Time spent writing commits.", "\(figures.seconds)")
         }
         metrics.render(into: &text)

@@ -62,6 +62,11 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "Seconds TCP keeps trying a stream client that does not answer (default 30).") var peerTimeout: Int?
     @Option(help: "Seconds between keep-alive comments on an idle event stream, 1–15 (default 15).")
     var heartbeatInterval: Int?
+    @Option(
+        help: """
+            Seconds a write's answer may wait for durability (default 5): a write the data directory or the \
+            cluster's database cannot take by then is undone and answered 503 with Retry-After.
+            """) var commitTimeout: Double?
     @Option(help: "With --data-dir: a checkpoint every this many commands (default 10000).")
     var checkpointCommands: Int?
     @Option(
@@ -162,6 +167,12 @@ struct ObsServerCommand: ParsableCommand {
         if let seconds = try pick(heartbeatInterval, "heartbeat-interval") {
             guard (1...15).contains(seconds) else { throw ValidationError("--heartbeat-interval must be 1–15 seconds") }
             config.heartbeatInterval = .seconds(seconds)
+        }
+        if let seconds = try pick(commitTimeout, "commit-timeout") {
+            guard seconds.isFinite, (0.1...3600).contains(seconds) else {
+                throw ValidationError("--commit-timeout must be 0.1–3600 seconds")
+            }
+            config.commitTimeout = .milliseconds(Int64((seconds * 1000).rounded()))
         }
         do {
             try config.validate()

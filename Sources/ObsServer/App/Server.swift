@@ -27,13 +27,14 @@ final class Server: Sendable {
         let store: Store
         if let dataDir = config.dataDir {
             let directory = try DataDirectory(path: dataDir)
+            let started = ContinuousClock.now
             let (restored, database, position) = try Self.open(
                 directory, sync: config.sync, limits: limits, logger: logger)
             store = restored
             dataDirectory = directory
             committer = Committer(
                 store: store, database: database, durable: position, checkpointEvery: config.checkpointCommands,
-                logger: logger)
+                commitTimeout: config.commitTimeout, loaded: ContinuousClock.now - started, logger: logger)
         } else {
             store = Store(limits: limits, renderer: .http)
             dataDirectory = nil
@@ -94,18 +95,9 @@ final class Server: Sendable {
         options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
         let cors = config.cors
         options.cors = cors
-        let durable = committer != nil
         /// Answers a request that `refusal` (the authenticator's verdict) lets through.
         let respond: @Sendable (HTTPRequest, APIError?) -> HTTPResponse = { request, refusal in
-            if let refusal { return refusal.response }
-            var response = router.respond(to: request)
-            // A successful write is answered once it is durable (reads answer at once).
-            if durable, Self.writes.contains(request.method), response.reportsDurableChange,
-                (200..<300).contains(response.status)
-            {
-                response.holdUntil = store.journalSequence
-            }
-            return response
+            refusal?.response ?? router.respond(to: request)
         }
         self.daemon = try HTTPDaemon(options: options) { request in
             counters.recordRequest()
@@ -133,9 +125,6 @@ final class Server: Sendable {
         self.timer = timer
         self.hub = hub
     }
-
-    /// The methods that change state (a HEAD is a read: it never waits for durability).
-    private static let writes: Set<HTTPMethod> = [.post, .put, .patch, .delete]
 
     /// Whether a request reads the service's state (an API read, an event stream).
     private static func readsState(_ request: HTTPRequest) -> Bool {

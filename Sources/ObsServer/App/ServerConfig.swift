@@ -56,6 +56,9 @@ struct ServerConfig: Sendable {
     var connectionMemory = 8 * 1024
     /// Seconds TCP keeps trying a silent stream client (keep-alive probes, `TCP_USER_TIMEOUT`).
     var peerTimeout = 30
+    /// How long a write's answer may wait for durability (section 10): past it the write is
+    /// rolled back (a data directory) or refused (a cluster's queued commands), answered 503.
+    var commitTimeout: Duration = .seconds(5)
     /// With `--data-dir`: a checkpoint every this many commands (restarts replay fewer).
     var checkpointCommands = 10_000
     /// How often an idle event stream gets a `: keep-alive` comment (the contract: at most 15 s).
@@ -116,6 +119,9 @@ struct ServerConfig: Sendable {
         }
         if maxConnectionsPerAddress < 0 { throw ConfigError("--max-connections-per-address must be 0 or more") }
         if !corsOrigins.isEmpty { _ = try CORSPolicy(origins: corsOrigins) }
+        if commitTimeout < .milliseconds(100) || commitTimeout > .seconds(3600) {
+            throw ConfigError("--commit-timeout must be 0.1–3600 seconds")
+        }
         if heartbeatInterval <= .zero || heartbeatInterval > .seconds(15) {
             throw ConfigError("--heartbeat-interval must be 1–15 seconds (the contract: at least every 15 s)")
         }

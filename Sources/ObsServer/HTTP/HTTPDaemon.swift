@@ -229,8 +229,11 @@ final class HTTPDaemon: Sendable {
         }
         if let answer = pending.held {
             pending.held = nil
-            if pending.abandoned { return .NO }  // closed unanswered: durability unknown
-            return answered(pending, answer, connection)
+            switch pending.verdict {
+            case .abandoned: return .NO  // closed unanswered: durability unknown
+            case .refused(let error): return answered(pending, error.response, connection)
+            case .passed, .parked: return answered(pending, answer, connection)
+            }
         }
         if let rejection = pending.rejection { return answered(pending, rejection.response, connection) }
         // Moved into the request, not copied: nothing reads them here again, and a stream's
@@ -257,6 +260,9 @@ final class HTTPDaemon: Sendable {
             switch decision {
             case .parked: return .YES
             case .abandoned: return .NO
+            case .refused(let error):
+                pending.held = nil
+                return answered(pending, error.response, connection)
             case .passed: pending.held = nil
             }
         }
@@ -546,7 +552,7 @@ private struct ConnectionHandle: @unchecked Sendable {
 ///
 /// Unchecked Sendable: libmicrohttpd calls back for one connection on one
 /// thread at a time, so the fields are never touched concurrently. The one call from
-/// elsewhere, the gate's `release(passed:)`, comes while the connection is suspended
+/// elsewhere, the gate's `release`, comes while the connection is suspended
 /// (libmicrohttpd calls nothing for it until the resume that call makes).
 private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     let method: String
@@ -563,8 +569,8 @@ private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     var rejection: APIError?
     /// The answer, while it waits at the gate.
     var held: HTTPResponse?
-    /// The gate gave up on the held answer (shutdown): close without answering.
-    var abandoned = false
+    /// The gate's verdict on the held answer, once it is released.
+    var verdict = GateVerdict.parked
     /// The connection, set when its answer is held at the gate (for the gate's resume).
     var connection: ConnectionHandle?
     /// Counted in the daemon's `held` (its answer waited), until it completes.
@@ -584,8 +590,8 @@ private final class PendingRequest: HeldAnswer, @unchecked Sendable {
 
     /// The gate's verdict on the held answer (on the gate's thread; the connection is
     /// suspended, so libmicrohttpd does not touch this request meanwhile).
-    func release(passed: Bool) {
-        if !passed { abandoned = true }
+    func release(_ verdict: GateVerdict) {
+        self.verdict = verdict
         if let connection { MHD_resume_connection(connection.pointer) }
     }
 }

@@ -8,13 +8,11 @@ struct HTTPResponse: Sendable {
     var body: [UInt8]
     /// When set, the body is this stream instead of `body`.
     var stream: (any StreamBody)?
-    /// When set, the answer waits until the daemon's `ResponseGate` passes this ticket.
+    /// When set, the answer waits until the daemon's `ResponseGate` passes this ticket (the
+    /// journal position of what it reports, `Store.submit`).
     var holdUntil: Int?
     /// When set, the real answer comes later, from this (the rest of this response is unused).
     var deferred: DeferredAnswer?
-    /// Whether a successful answer to a write waits until what it reports is durable; false
-    /// for writes that store nothing (a keepalive), so they go on while the disk refuses writes.
-    var reportsDurableChange = true
     /// The route that answered (`GET /v1/objects/{id}`), for latency figures.
     var route = RouteLabel.unrouted
 

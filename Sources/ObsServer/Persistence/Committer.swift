@@ -18,9 +18,12 @@ import ObservationCore
 ///
 /// A failed write (disk full, I/O error) is retried with back-off, merged with whatever
 /// changes after it into one batch (memory grows with the entities changed, not with the
-/// retries). The answers it holds wait, since the changes they report are not durable yet;
-/// meanwhile the store refuses new writes with 503 `unavailable` (reads and streams go on),
-/// and accepts them again as soon as a commit succeeds.
+/// retries); meanwhile the store refuses new writes with 503 `unavailable` (reads and streams
+/// go on). Answers wait at most `commitTimeout` (`--commit-timeout`): when the next try
+/// could not end before the oldest answer's time is up, the committer gives the batch up:
+/// it rolls the store back to what the data directory holds (read back from it), refuses
+/// the answers of every undone change with 503, and never writes that batch. Then it probes
+/// the disk until it takes a write, and the store accepts writes again.
 final class Committer: Sendable {
     private struct State {
         var started = false
@@ -34,24 +37,36 @@ final class Committer: Sendable {
         var rows = 0
         var checkpoints = 0
         var failures = 0
+        /// Times the store was rolled back to the data directory (a commit failed past `--commit-timeout`).
+        var rollbacks = 0
         var seconds = 0.0
     }
 
     let gate: CommitGate
     private let store: Store
     private let checkpointEvery: Int
+    /// How long an answer may wait for its commit before its change is rolled back.
+    private let commitTimeout: Duration
     private let database: Locked<DatabaseBox>
     private let logger: Logger
     private let signal = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private let state = Locked(State())
     private let counters = Locked(Figures())
+    /// How long reading the data directory back took at start: what a first rollback should take.
+    private let loaded: Duration
 
-    /// `durable`: the position of the last command the data directory holds.
-    init(store: Store, database: StoreDatabase, durable: Int, checkpointEvery: Int, logger: Logger) {
+    /// `durable`: the position of the last command the data directory holds; `loaded`: how long
+    /// reading it back took at start (what a rollback is first expected to take).
+    init(
+        store: Store, database: StoreDatabase, durable: Int, checkpointEvery: Int, commitTimeout: Duration,
+        loaded: Duration, logger: Logger
+    ) {
         self.store = store
         self.gate = CommitGate(durable: durable)
         self.checkpointEvery = checkpointEvery
+        self.commitTimeout = commitTimeout
+        self.loaded = loaded
         self.database = Locked(DatabaseBox(database: database))
         self.logger = logger
     }
@@ -80,6 +95,7 @@ final class Committer: Sendable {
     private func run() {
         var pending: JournalBatch?  // taken, not yet durable; after a failed write, with all that came since
         var outage = OutageLog()
+        var rollbackEstimate = loaded  // how long a rollback takes: the last one's time
         while true {
             signal.wait()
             let stopping = state.withLock { $0.stopping }
@@ -88,17 +104,25 @@ final class Committer: Sendable {
             if !batch.isEmpty { pending = pending.map { $0.merged(with: batch) } ?? batch }
             guard let work = pending else {
                 if stopping { break }
+                // After a rollback nothing is pending: the disk is probed until it takes a write.
+                if outage.isOn { retry(probe(), outage: &outage) }
                 continue
             }
+            let started = ContinuousClock.now
             if let failure = write(work) {
                 if stopping {
                     logger.critical("stopping with changes not written to the data directory: \(failure)")
                     break
                 }
                 let backoff = outage.failed(failure, logger: logger)
-                store.refuseWrites(because: failure.description, retryAfter: Int(backoff.rounded(.up)))
-                Thread.sleep(forTimeInterval: backoff)
-                signal.signal()  // retry even when nothing new arrives
+                store.refuseWrites(because: failure.description, retryAfter: Int(backoff.inSeconds.rounded(.up)))
+                // Another try, then a rollback if it fails too, must still end in the oldest answer's time.
+                let attempt = ContinuousClock.now - started
+                if let since = gate.oldestWait, .now + backoff + attempt + rollbackEstimate >= since + commitTimeout {
+                    rollbackEstimate = rollBack(work)
+                    pending = nil
+                }
+                retry(after: backoff)
                 continue
             }
             // Writes are accepted again before the first answer of the recovering commit goes out.
@@ -109,6 +133,63 @@ final class Committer: Sendable {
             if stopping { break }
         }
         finished.signal()
+    }
+
+    /// Sleeps `backoff`, then runs the loop again even when nothing new arrives.
+    private func retry(after backoff: Duration) {
+        sleepThread(backoff)
+        signal.signal()
+    }
+
+    /// A probe's outcome: writes are accepted again, or the next probe comes after a back-off.
+    private func retry(_ failure: SQLiteError?, outage: inout OutageLog) {
+        guard let failure else {
+            if outage.recovered(logger: logger) { store.acceptWrites() }
+            return
+        }
+        retry(after: outage.failed(failure, logger: logger))
+    }
+
+    /// Writes a little in a transaction of its own: whether the disk takes writes again.
+    private func probe() -> SQLiteError? {
+        do {
+            try database.withLock { box throws(SQLiteError) in try box.database.probe() }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Gives `failed` up: the store goes back to what the data directory holds, and every answer
+    /// of an undone change is refused (503, never written later: its positions are never reused).
+    /// Returns how long it took.
+    private func rollBack(_ failed: JournalBatch) -> Duration {
+        let started = ContinuousClock.now
+        let undone: (revision: Int, undoneThrough: Int)
+        do {
+            let image = try database.withLock { box throws(SQLiteError) in try box.database.load() }
+            undone = try store.rollBack(to: image, undoing: failed, at: .now())
+        } catch {
+            // What memory holds can no longer be told apart from what is durable: a restart
+            // reads the data directory, which is exactly what was answered 2xx.
+            fatalError("cannot read the data directory back to roll back undurable changes: \(error)")
+        }
+        let took = ContinuousClock.now - started
+        let error = APIError(
+            CoreError(
+                .unavailable,
+                "the server could not make this change durable within \(commitTimeout.inSeconds) s (the data "
+                    + "directory refuses writes); nothing was changed",
+                details: ["retryAfter": 1]))
+        gate.refuse(through: undone.undoneThrough, with: error)
+        counters.withLock { $0.rollbacks += 1 }
+        logger.error(
+            """
+            rolled back to revision \(undone.revision) (what the data directory holds) in \(took): \
+            changes up to journal position \(undone.undoneThrough) could not be made durable within \
+            --commit-timeout; their writes were answered 503
+            """)
+        return took
     }
 
     /// Writes a batch in one transaction; the failure, if any.
@@ -134,30 +215,32 @@ final class Committer: Sendable {
 /// The committer's view of an outage: back-off between retries, and a log that says when
 /// writes stopped and started again (not one line per retry).
 private struct OutageLog {
-    private var backoff = 0.05
+    private var backoff = Duration.milliseconds(50)
     private var since: ContinuousClock.Instant?
     private var lastReport: ContinuousClock.Instant?
 
+    /// Writes fail now.
+    var isOn: Bool { since != nil }
+
     /// A commit failed: logs it (the first time, then once a minute); returns the wait before the next try.
-    mutating func failed(_ failure: SQLiteError, logger: Logger) -> Double {
+    mutating func failed(_ failure: SQLiteError, logger: Logger) -> Duration {
         let now = ContinuousClock.now
+        defer { backoff = min(backoff * 2, .seconds(2)) }
         if since == nil {
             since = now
             logger.error("cannot write to the data directory; writes answer 503 until it can: \(failure)")
         } else if let lastReport, now - lastReport < .seconds(60) {
-            defer { backoff = min(backoff * 2, 2) }
             return backoff
         } else {
             logger.error("still cannot write to the data directory: \(failure)")
         }
         lastReport = now
-        defer { backoff = min(backoff * 2, 2) }
         return backoff
     }
 
     /// A commit succeeded; true when it ended an outage.
     mutating func recovered(logger: Logger) -> Bool {
-        backoff = 0.05
+        backoff = .milliseconds(50)
         guard let since else { return false }
         logger.notice("the data directory takes writes again (after \(ContinuousClock.now - since))")
         self.since = nil

@@ -114,6 +114,19 @@ final class StoreDatabase {
         }
     }
 
+    /// Writes one small row in a transaction of its own: whether the disk takes a commit now
+    /// (after a rollback, when nothing else is waiting to be written).
+    func probe() throws(SQLiteError) {
+        if database.inTransaction { _ = rollback.runReportingFailure() }
+        if let failure = begin.runReportingFailure() { throw failure }
+        setMeta.bind(1, "probe")
+        setMeta.bind(2, 1)
+        if let failure = setMeta.runReportingFailure() ?? commit.runReportingFailure() {
+            _ = rollback.runReportingFailure()
+            throw failure
+        }
+    }
+
     /// The statements of one transaction; the first failure, if any.
     private func apply(_ batch: JournalBatch) -> SQLiteError? {
         if let checkpoint = batch.checkpoint {

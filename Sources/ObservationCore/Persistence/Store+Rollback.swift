@@ -16,12 +16,14 @@ extension Store {
     /// - Live streams and their leases carry over; an observer whose removal is undone has
     ///   no stream, and its lease counts from `time`.
     ///
-    /// Returns the revision the store is back at.
+    /// Returns the revision the store is back at, and the last position undone: every answer
+    /// whose ticket is past the data directory's last position, up to it, reports an undone change.
     @discardableResult
     public func rollBack(to image: PersistedImage, undoing failed: JournalBatch?, at time: Timestamp)
-        throws(PersistenceError) -> Int
+        throws(PersistenceError) -> (revision: Int, undoneThrough: Int)
     {
-        let (deliveries, revision) = try state.withLock { state throws(PersistenceError) -> (Outbox.Deliveries, Int) in
+        let (deliveries, result) = try state.withLock {
+            state throws(PersistenceError) -> (Outbox.Deliveries, (revision: Int, undoneThrough: Int)) in
             // Every undone command's events into their logs first (none can come while the
             // store's lock is held), so that they can be taken out again.
             let deliveries = outbox.performQueued()
@@ -52,10 +54,10 @@ extension Store {
             var timer = Effects()
             timer.timerMustLook = true  // leases and queued postings are the durable ones now
             for effects in replayed + [timer] { outbox.enqueue(effects) }
-            return (deliveries, restored.revision)
+            return (deliveries, (restored.revision, restored.journal.sequence))
         }
         outbox.deliver(deliveries)
         outbox.perform()
-        return revision
+        return result
     }
 }

@@ -1,0 +1,107 @@
+import Dispatch
+import Foundation
+import ObservationCore
+import Testing
+
+@testable import ObsServer
+
+@Suite("Durability: a write that cannot be made durable is answered in bounded time and undone")
+struct CommitTimeoutTests {
+    @Test("past --commit-timeout the held writes get 503, nothing of them remains, and writes come back")
+    func rollsBack() throws {
+        let directory = try TemporaryDirectory()
+        let server = try TestServer {
+            $0.dataDir = directory.path
+            $0.commitTimeout = .milliseconds(1500)
+        }
+        defer { server.stop() }
+        let client = server.client()
+        defer { client.close() }
+        try client.createObject("a", values: ["n": 0])
+        let observer = try client.createObserver(["lease": 600])
+        try client.observe(observer, "a", "n")
+        let stream = try server.stream(observer)
+
+        // Another connection takes SQLite's write lock: every commit fails (SQLITE_BUSY).
+        let blocker = try SQLiteDatabase(path: directory.path + "/" + StoreDatabase.fileName)
+        try blocker.execute("BEGIN IMMEDIATE")
+        let port = server.port
+        let answers = Locked<[(status: Int, seconds: Double, body: String)]>([])
+        let group = DispatchGroup()
+        for writer in 1...4 {
+            group.enter()
+            Thread.detachNewThread {
+                let connection = TestClient(port: port)
+                let started = ContinuousClock.now
+                let answer = try? connection.send(
+                    "POST", "/v1/objects", json: ["id": .string("w\(writer)"), "values": ["n": .int(writer)]])
+                answers.withLock {
+                    $0.append((answer?.status ?? 0, (ContinuousClock.now - started).inSeconds, answer?.text ?? ""))
+                }
+                connection.close()
+                group.leave()
+            }
+        }
+        #expect(group.wait(timeout: .now() + 10) == .success, "every write is answered")
+        let all = answers.withLock { $0 }
+        #expect(all.count == 4)
+        for answer in all {
+            // A write applied before the first failure waits for the rollback; one after it is refused at once.
+            #expect(answer.status == 503, "\(answer)")
+            #expect(answer.seconds < 1.5 + 1, "answered within the timeout (and the test's slack): \(answer)")
+            #expect(answer.body.contains("\"unavailable\""))
+        }
+        #expect(try gauge(client, "obs_commit_rollbacks_total") >= 1)
+        // Nothing of the undone writes shows: not in reads, not in the stream, not after it.
+        for writer in 1...4 { #expect(try client.get("/v1/objects/w\(writer)").status == 404) }
+        #expect(try client.get("/v1/stats")["objects"] == 1)
+
+        try blocker.execute("ROLLBACK")
+        try waitUntil(within: .seconds(10)) { try client.get("/v1/stats")["writable"] == true }
+        try client.set("a", "n", 5)
+        let next = try stream.next()
+        #expect(next?.id == 1 && next?["new"] == 5, "the stream goes on: the next event takes the next id")
+        let image = try StoreDatabase(directory: directory.path).load()
+        let restored = try Store(restoring: image)
+        #expect(try restored.value(of: "a", at: "n").value == 5)
+        for writer in 1...4 { #expect(throws: CoreError.self) { try restored.object("w\(writer)") } }
+    }
+
+    @Test("the commit gate refuses every ticket of a rolled-back range, parked or still on its way")
+    func gateRefusesRolledBackTickets() {
+        let gate = CommitGate(durable: 10)
+        let parked = RecordingAnswer()
+        #expect(gate.hold(parked, until: 12) {}.isParked)
+        let error = APIError(status: 503, code: "unavailable", message: "undone")
+        gate.refuse(through: 13, with: error)
+        #expect(parked.verdicts == ["refused"])
+        #expect(gate.hold(RecordingAnswer(), until: 13) {}.name == "refused", "a late answer of the range")
+        #expect(gate.hold(RecordingAnswer(), until: 9) {}.name == "passed")
+        let later = RecordingAnswer()
+        #expect(gate.hold(later, until: 14) {}.isParked, "positions after the range are new changes")
+        gate.open(through: 14)
+        #expect(later.verdicts == ["passed"])
+        gate.abandon()
+        #expect(gate.hold(RecordingAnswer(), until: 20) {}.name == "abandoned")
+    }
+}
+
+/// A held answer that records the gate's verdicts.
+private final class RecordingAnswer: HeldAnswer, Sendable {
+    private let recorded = Locked<[String]>([])
+    var verdicts: [String] { recorded.withLock { $0 } }
+    func release(_ verdict: GateVerdict) { recorded.withLock { $0.append(verdict.name) } }
+}
+
+extension GateVerdict {
+    fileprivate var name: String {
+        switch self {
+        case .passed: "passed"
+        case .parked: "parked"
+        case .refused: "refused"
+        case .abandoned: "abandoned"
+        }
+    }
+
+    fileprivate var isParked: Bool { name == "parked" }
+}
