@@ -9,6 +9,7 @@ and says so rather than pass without having tried.
 import http.client
 import os
 import subprocess
+import threading
 import time
 
 import pytest
@@ -119,3 +120,68 @@ def test_a_full_disk_answers_503_keeps_reading_and_loses_nothing(server_factory,
     for key in acknowledged + ["after"]:
         status, body = server.request("GET", f"/v1/objects/doc/values/{key}")
         assert status == 200 and body["value"] == VALUE, key
+
+
+def read_back(server, keys):
+    """The keys whose value reads back as written."""
+    return {key for key in keys
+            if (answer := server.request("GET", f"/v1/objects/doc/values/{key}"))[0] == 200
+            and answer[1].get("value") == VALUE}
+
+
+def test_writes_the_disk_cannot_take_are_answered_within_the_commit_timeout_and_leave_nothing(server_factory,
+                                                                                            small_disk):
+    timeout = 2.0
+    server = server_factory("--commit-timeout", str(timeout), data_dir=small_disk / "data").start()
+    assert server.request("POST", "/v1/objects", {"id": "doc"})[0] == 201
+    ballast = fill(small_disk, leave=3 * 1024 * 1024)
+
+    results = []  # (key, status or None, seconds)
+    lock = threading.Lock()
+
+    def writer(number):
+        refused = 0
+        for index in range(60):
+            key = f"w{number}_{index}"
+            started = time.monotonic()
+            answer = put(server, key, timeout=timeout + 5)
+            elapsed = time.monotonic() - started
+            with lock:
+                results.append((key, answer[0] if answer else None, elapsed))
+            refused += answer is not None and answer[0] == 503
+            if refused >= 3:
+                return
+
+    threads = [threading.Thread(target=writer, args=(number,)) for number in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+
+    unanswered = [result for result in results if result[1] is None]
+    assert not unanswered, f"writes without an answer: {unanswered[:5]}"
+    late = [result for result in results if result[2] > timeout + 1.5]
+    assert not late, f"answered later than --commit-timeout {timeout} s allows: {late[:5]}"
+    acknowledged = {key for key, status, _ in results if status == 200}
+    refused = {key for key, status, _ in results if status == 503}
+    assert acknowledged and refused and len(acknowledged | refused) == len(results), results
+    slowest = max(seconds for _, status, seconds in results if status == 503)
+    print(f"{len(acknowledged)} writes acknowledged, {len(refused)} refused; slowest 503 after {slowest:.2f} s")
+
+    def check(when):
+        assert read_back(server, acknowledged) == acknowledged, f"an acknowledged write is missing {when}"
+        assert not read_back(server, refused), f"a write answered 503 shows {when}"
+
+    check("while the disk is full")
+    ballast.unlink()
+    deadline = time.monotonic() + 15
+    while server.request("GET", "/v1/stats")[1]["writable"] is not True:
+        assert time.monotonic() < deadline, "writes did not come back once the disk had room"
+        time.sleep(0.1)
+    assert put(server, "after")[0] == 200
+    check("once the disk has room again")
+    server.kill()
+    server.start()
+    check("after kill -9 and a restart")
+    assert read_back(server, ["after"]) == {"after"}
