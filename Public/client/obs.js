@@ -1,4 +1,4 @@
-// ObsServer's JavaScript client: one ES module, no build step, no dependency.
+// ObsServer's JavaScript client: an ES module, no build step, no dependency but ./wire.js.
 //
 //   import { ObsClient } from "/client/obs.js";
 //   const obs = new ObsClient();
@@ -9,8 +9,8 @@
 // Writes carry `Obs-Client` and an `Idempotency-Key`, so retrying one after a lost
 // answer is safe (contract 7.3). Streams are read with fetch(), not EventSource, so
 // that they can send headers (Authorization, Last-Event-ID, Obs-Client) and resume
-// exactly where they stopped: see EventStream. The wire formats (SSE parsing, path segments)
-// are in ./wire.js, which this module imports.
+// exactly where they stopped: see EventStream. The wire formats (SSE parsing, path
+// segments) are ./wire.js's, shared with the dashboard.
 
 import { SSEParser, segment as encodeSegment } from "./wire.js";
 
