@@ -12,11 +12,11 @@ TSAN_DIR   := .build-tsan
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release deps deps-browser deps-blackbox deps-cluster deps-bench test test-swift test-blackbox test-bench-smoke test-tsan lint bench bench-peers bench-cluster soak clean help
+.PHONY: run build release deps deps-browser deps-blackbox deps-cluster deps-bench deps-node test test-swift test-js test-blackbox test-bench-smoke test-tsan lint bench bench-peers bench-cluster soak clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
-	@echo "make test   - install what is missing, then every test (lint, swift test, thread sanitizer)"
+	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, thread sanitizer)"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
 
@@ -54,6 +54,11 @@ deps-browser:
 	  echo "==> installing chromium and chromium-driver"; $(APT_GET) update -qq \
 	  && $(APT_GET) install -y -qq chromium chromium-driver >/dev/null; }
 
+## The JavaScript tests run under Node's own test runner: Debian's nodejs (18 or later), no npm package.
+deps-node:
+	@command -v node >/dev/null || { \
+	  echo "==> installing nodejs"; $(APT_GET) update -qq && $(APT_GET) install -y -qq nodejs >/dev/null; }
+
 deps-bench: deps
 	@command -v wrk >/dev/null && command -v taskset >/dev/null && command -v nginx >/dev/null \
 	  && command -v etcd >/dev/null \
@@ -70,11 +75,11 @@ release: deps
 run: release
 	.build/release/obs-server --host $(HOST) --port $(PORT) --public-dir Public --data-dir $(DATA_DIR) $(ARGS)
 
-## Tests: format lint, no warnings in our own code, all Swift suites (in memory), the black-box suites
-## (SIGKILL, schemathesis, browser) against the binary, then all Swift suites again under ThreadSanitizer
-## with a data directory per test server (OBS_TEST_DURABLE=1; OBS_TSAN=1 swaps Mutex for a lock TSan can
-## see: see Sources/ObservationCore/Locked.swift).
-test: deps lint test-swift test-blackbox test-bench-smoke test-tsan
+## Tests: format lint, no warnings in our own code, all Swift suites (in memory), the JavaScript suites
+## (node --test), the black-box suites (SIGKILL, schemathesis, browser) against the binary, then all Swift
+## suites again under ThreadSanitizer with a data directory per test server (OBS_TEST_DURABLE=1; OBS_TSAN=1
+## swaps Mutex for a lock TSan can see: see Sources/ObservationCore/Locked.swift).
+test: deps lint test-swift test-js test-blackbox test-bench-smoke test-tsan
 
 lint: $(VENV)/.ready
 	$(SWIFT) format lint --strict -r Sources Tests
@@ -85,6 +90,11 @@ test-swift:
 	$(SWIFT) build --build-tests 2>&1 | tee build/build.log
 	@! grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log || { echo "warnings in project code"; exit 1; }
 	$(SWIFT) test --skip-build
+
+## The browser code's wire module and client (Public/client) under `node --test`. The files are named, not
+## the directory: Node 21 and later take the arguments as globs and would run the bare directory as a file.
+test-js: deps-node
+	node --test Tests/js/*.test.mjs
 
 test-blackbox: $(VENV)/.ready deps-browser deps-blackbox deps-cluster
 	$(VENV)/bin/pytest -q Tests/blackbox

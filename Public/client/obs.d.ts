@@ -5,7 +5,10 @@ export type JSONValue = null | boolean | number | string | JSONValue[] | { [key:
 /** A random string of `length` characters of the id alphabet. */
 export function randomID(length?: number): string;
 
-/** An answer that was not 2xx (the contract's JSON error), or a request that never got one (status 0, code "network"). */
+/**
+ * An answer that was not 2xx (the contract's JSON error), or a request that never got one: status 0,
+ * code "network", or "invalidName" for an id or key path that no URL path can carry ("." and "..").
+ */
 export class ObsError extends Error {
   constructor(status: number, code: string, message: string, details?: Record<string, JSONValue>);
   status: number;

@@ -1,4 +1,4 @@
-// ObsServer's JavaScript client: one ES module, no build step, no dependency.
+// ObsServer's JavaScript client: an ES module, no build step, no dependency but ./wire.js.
 //
 //   import { ObsClient } from "/client/obs.js";
 //   const obs = new ObsClient();
@@ -9,7 +9,10 @@
 // Writes carry `Obs-Client` and an `Idempotency-Key`, so retrying one after a lost
 // answer is safe (contract 7.3). Streams are read with fetch(), not EventSource, so
 // that they can send headers (Authorization, Last-Event-ID, Obs-Client) and resume
-// exactly where they stopped: see EventStream.
+// exactly where they stopped: see EventStream. The wire formats (SSE parsing, path
+// segments) are ./wire.js's, shared with the dashboard.
+
+import { SSEParser, segment as encodeSegment } from "./wire.js";
 
 /** 64 characters of the id alphabet: a random byte picks one without bias (byte & 63). */
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
@@ -20,8 +23,14 @@ export function randomID(length = 16) {
   return Array.from(bytes, (byte) => ALPHABET[byte & 63]).join("");
 }
 
-/** A path segment: ids and key paths are percent-encoded one segment at a time (contract 1). */
-const segment = (text) => encodeURIComponent(text);
+/** A path segment (contract 1; see wire.js); `.` and `..`, which no URL can carry, fail as an ObsError. */
+function segment(text) {
+  try {
+    return encodeSegment(text);
+  } catch (error) {
+    throw new ObsError(0, "invalidName", error.message);
+  }
+}
 
 /** `path` with the query of the members of `params` that are set. */
 function withQuery(path, params) {
@@ -137,24 +146,24 @@ export class ObsClient {
   /** `POST /v1/objects`: body `{id?, class?, values?}`; resolves to the object. */
   createObject(body = {}) { return this.request("POST", "/v1/objects", body); }
   /** `GET /v1/objects/{id}`. */
-  getObject(id) { return this.request("GET", `/v1/objects/${segment(id)}`); }
+  async getObject(id) { return this.request("GET", `/v1/objects/${segment(id)}`); }
   /** `DELETE /v1/objects/{id}`: null, or `{state: "releasePending", retainedBy}`. */
-  deleteObject(id) { return this.request("DELETE", `/v1/objects/${segment(id)}`); }
+  async deleteObject(id) { return this.request("DELETE", `/v1/objects/${segment(id)}`); }
   /** `GET …/values/{keyPath}`: resolves to `{keyPath, value, revision}`. */
-  getValue(id, keyPath) { return this.request("GET", `/v1/objects/${segment(id)}/values/${segment(keyPath)}`); }
+  async getValue(id, keyPath) { return this.request("GET", `/v1/objects/${segment(id)}/values/${segment(keyPath)}`); }
 
   /** setValue:forKeyPath: (`PUT …/values/{keyPath}`); resolves to `{revision}`. */
-  setValue(id, keyPath, value, { ifRevision } = {}) {
+  async setValue(id, keyPath, value, { ifRevision } = {}) {
     return this.request("PUT", `/v1/objects/${segment(id)}/values/${segment(keyPath)}`, { value, ifRevision });
   }
 
   /** Several top-level keys under one revision (`PATCH`); resolves to `{revision}`. */
-  patch(id, values, { ifRevision } = {}) {
+  async patch(id, values, { ifRevision } = {}) {
     return this.request("PATCH", `/v1/objects/${segment(id)}`, { values, ifRevision });
   }
 
   /** A to-many mutation: `{kind: "insertion"|"removal"|"replacement", indexes, values?}`. */
-  mutate(id, keyPath, mutation) {
+  async mutate(id, keyPath, mutation) {
     return this.request("POST", `/v1/objects/${segment(id)}/values/${segment(keyPath)}/mutations`, mutation);
   }
 
@@ -329,39 +338,26 @@ export class EventStream {
     this.timer = setTimeout(() => this.connect(), delay);
   }
 
-  /** Reads the body line by line; a connection silent for `idleTimeoutMs` (keep-alives included) is dropped. */
+  /** Reads the body event by event; a connection silent for `idleTimeoutMs` (keep-alives included) is dropped. */
   async read(body, controller) {
-    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    const reader = body.getReader();
+    const parser = new SSEParser();
     let idle;
     const arm = () => {
       clearTimeout(idle);
       idle = setTimeout(() => controller.abort(), this.idleTimeoutMs);
     };
-    let buffer = "";
-    let frame = { data: [] };
     try {
       for (;;) {
         arm();
         const { value, done } = await reader.read();
         if (done || controller !== this.controller) return;
-        const lines = (buffer + value).split("\n");
-        buffer = lines.pop(); // a line not ended yet
-        for (const raw of lines) {
-          const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-          if (line === "") {
-            if (frame.data.length) this.receive(frame.event ?? "message", frame.id ?? null, frame.data.join("\n"));
-            frame = { data: [] };
-            if (controller !== this.controller) return; // a handler closed the stream
-            continue;
-          }
-          if (line.startsWith(":")) continue; // a comment: the keep-alive
-          const colon = line.indexOf(":");
-          const field = colon < 0 ? line : line.slice(0, colon);
-          const text = colon < 0 ? "" : line.slice(colon + (line[colon + 1] === " " ? 2 : 1));
-          if (field === "data") frame.data.push(text);
-          else if (field === "event") frame.event = text;
-          else if (field === "id" && /^\d+$/.test(text)) frame.id = Number(text);
-          else if (field === "retry" && /^\d+$/.test(text)) this.retryMs = Math.max(1000, Number(text));
+        const events = parser.push(value);
+        if (parser.retry !== null) this.retryMs = Math.max(1000, parser.retry);
+        for (const { event, data, id } of events) {
+          // The contract's ids are integers; an event without one (reset, synced, …) has null.
+          this.receive(event, /^\d+$/.test(id ?? "") ? Number(id) : null, data);
+          if (controller !== this.controller) return; // a handler closed the stream
         }
       }
     } finally {

@@ -4,6 +4,8 @@
 import { EventStream, ObsClient, ObsError, randomID } from "../client/obs.js";
 
 export { ObsError as ApiError };
+/** The one path-segment encoder, the client's: ids, names and key paths in URLs (contract 1). */
+export { segment } from "../client/wire.js";
 
 const TOKEN_KEY = "obs-server.token";
 
@@ -43,9 +45,4 @@ export class Api {
   stream(path, options) {
     return new EventStream(this.client, path, options).open();
   }
-}
-
-/** `encodeURIComponent` for ids, keeping the dots of key paths readable. */
-export function segment(text) {
-  return encodeURIComponent(text).replaceAll("%2E", ".");
 }

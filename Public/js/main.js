@@ -4,7 +4,7 @@
 // /v1/stats and /v1/observers every POLL_MS. Streams are the client's (/client/obs.js):
 // they resume with Last-Event-ID by themselves after any disconnect.
 
-import { Api, ApiError, readable } from "./api.js";
+import { Api, ApiError, readable, segment } from "./api.js";
 import { el, schedule } from "./frame.js";
 import { Model } from "./model.js";
 import { fetchSnapshot } from "./snapshot.js";
@@ -194,7 +194,7 @@ async function poll() {
 /** An object whose change could not be applied locally is fetched again. */
 model.on("stale", async (id) => {
   try {
-    const object = await api.get(`/v1/objects/${encodeURIComponent(id)}`);
+    const object = await api.get(`/v1/objects/${segment(id)}`);
     model.apply("objectCreated", { object });
   } catch (error) {
     if (error.status === 404) model.removeObject(id);
@@ -224,7 +224,7 @@ function watch(observerID) {
       el("span", { class: "eid" }, id ? `#${id}` : ""), el("span", { class: "kind" }, kind), describe(kind, data)));
     while (list.childElementCount > WATCH_KEEP) list.lastElementChild.remove();
   };
-  const stream = api.stream(`/v1/observers/${encodeURIComponent(observerID)}/events`, {
+  const stream = api.stream(`/v1/observers/${segment(observerID)}/events`, {
     onEvent: add,
     onReset: (data) => add("reset", data, null),
     onError: (error) => {
@@ -247,7 +247,7 @@ $("watch-close").addEventListener("click", stopWatching);
 async function deleteObserver(id) {
   if (!window.confirm(`Delete observer ${id} and everything it observes and subscribes to?`)) return;
   try {
-    await api.delete(`/v1/observers/${encodeURIComponent(id)}`);
+    await api.delete(`/v1/observers/${segment(id)}`);
     if (watched?.id === id) stopWatching();
   } catch (error) {
     showAlert(`Deleting ${id} failed: ${readable(error)}`);

@@ -1,6 +1,8 @@
 // The dashboard's full picture, fetched over the API: every object (paged), every
 // observer, and each observer's observations and subscriptions.
 
+import { segment } from "./api.js";
+
 const PAGE = 1000;
 const PARALLEL = 6;
 
@@ -11,7 +13,7 @@ export async function fetchSnapshot(api) {
   const observers = observerList.observers;
   const details = await mapLimited(observers, PARALLEL, async (observer) => {
     try {
-      return await api.get(`/v1/observers/${encodeURIComponent(observer.id)}`);
+      return await api.get(`/v1/observers/${segment(observer.id)}`);
     } catch (error) {
       if (error.status === 404) return null; // removed meanwhile: the stream says so too
       throw error;
