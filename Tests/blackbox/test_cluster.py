@@ -208,6 +208,8 @@ def test_a_node_cut_off_from_postgres_closes_its_streams_answers_503_and_recover
         stream.thread.join(timeout=10)
         assert not stream.thread.is_alive(), "the node closed its stream"
         wait_until(lambda: node.request("GET", "/healthz")[0] == 503, timeout=10, message="/healthz 503")
+        status, body = node.request("GET", "/healthz")
+        assert status == 503 and body["error"]["code"] == "unavailable", body  # section 2's body, like every 5xx
         connection = node.connection()
         connection.request("PUT", "/v1/objects/nowhere/values/x", body=json.dumps({"value": 1}),
                            headers={"Content-Type": "application/json"})

@@ -44,7 +44,7 @@ final class Server: Sendable {
             ClusterNode(
                 settings: ClusterSettings(
                     url: url, nodeID: config.nodeID ?? "\(ProcessInfo.processInfo.hostName):\(config.port)",
-                    checkpointEvery: config.checkpointCommands),
+                    checkpointEvery: config.checkpointCommands, commitTimeout: config.commitTimeout),
                 store: store, limits: limits, logger: logger)
         }
         let counters = ServiceCounters()

@@ -20,6 +20,9 @@ struct ClusterSettings: Sendable {
     var registerWait: Duration = .seconds(15)
     /// The keeper writes a checkpoint at every log position that is a multiple of this.
     var checkpointEvery = 10_000
+    /// How long a command may wait in this node's queue for the database (`--commit-timeout`):
+    /// past it, one not yet sent is dropped and answered 503 (it never reaches the log).
+    var commitTimeout: Duration = .seconds(5)
 }
 
 /// A cluster node: this process's replica of the service, fed by the cluster's shared command
@@ -230,25 +233,43 @@ final class ClusterNode: Sendable {
     /// (on the tailer's thread: do nothing slow there), or 503 when the node cannot append now.
     func submit(_ command: Command, resolve: @escaping Resolve) {
         let encoded = String(decoding: command.encoded(), as: UTF8.self)
-        let refusal = state.withLock { state -> CoreError? in
-            guard !state.stopping else { return Self.unavailable("the node is stopping") }
+        let queued = state.withLock { state -> Result<Int, CoreError> in
+            guard !state.stopping else { return .failure(Self.unavailable("the node is stopping")) }
             guard state.tag != nil, state.broken == nil else {
-                return Self.unavailable("the node has lost the cluster's database and is joining again")
+                return .failure(Self.unavailable("the node has lost the cluster's database and is joining again"))
             }
             let origin = state.nextOrigin
             state.nextOrigin += 1
             state.waiters[origin] = Waiter(resolve: resolve)
             state.queue.append((origin, encoded))
-            return nil
+            return .success(origin)
         }
-        if let refusal {
+        switch queued {
+        case .failure(let refusal):
             resolve(.failure(refusal))
-        } else {
+        case .success(let origin):
             appendSignal.signal()
+            DispatchQueue.global().asyncAfter(deadline: .now() + settings.commitTimeout.inSeconds) { [weak self] in
+                self?.dropIfQueued(origin)
+            }
         }
     }
 
-    /// Submits and waits for the outcome (the timer's and the presence thread's own commands).
+    /// A command still queued at its deadline (the database cannot take it) never will be: it
+    /// leaves the queue, and its answer is 503. One the appender took is decided in the database.
+    private func dropIfQueued(_ origin: Int) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let index = state.queue.firstIndex(where: { $0.origin == origin }) else { return nil }
+            state.queue.remove(at: index)
+            return state.waiters.removeValue(forKey: origin)
+        }
+        waiter?.resolve(
+            .failure(Self.unavailable("the cluster's database did not take the change within --commit-timeout")))
+    }
+
+    /// Submits and waits for the outcome (the timer's and the presence thread's own commands),
+    /// at most the commit timeout: a command whose outcome is not known by then may still apply
+    /// later (theirs are conditional, so applying one twice or late changes nothing twice).
     func submitAndWait(_ command: Command) -> Result<Outcome, CoreError> {
         let done = DispatchSemaphore(value: 0)
         let result = Locked<Result<Outcome, CoreError>?>(nil)
@@ -256,8 +277,8 @@ final class ClusterNode: Sendable {
             result.withLock { $0 = outcome }
             done.signal()
         }
-        done.wait()
-        return result.withLock { $0 } ?? .failure(Self.unavailable("no outcome"))
+        _ = done.wait(timeout: .now() + settings.commitTimeout.inSeconds)
+        return result.withLock { $0 } ?? .failure(Self.unavailable("no outcome within --commit-timeout"))
     }
 
     /// Runs `body` once this node has applied everything committed now (at once, from the local
