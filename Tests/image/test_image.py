@@ -78,15 +78,15 @@ def free_port():
 
 
 class ImageServer:
-    """obs-server run from the image with a host directory as its /data volume: with `podman run`,
-    or (mode "chroot") in the image's root file system, mounted by podman, as the image's user."""
+    """obs-server run from the image with a host directory as its /data volume and its root file
+    system read-only: with `podman run --read-only`, or (mode "chroot") in the image's root file
+    system, mounted read-only by podman, as the image's user."""
 
     def __init__(self, mode, config, data_dir):
         self.mode, self.config, self.data_dir = mode, config, data_dir
         self.port = free_port()
         self.name = f"obs-image-check-{os.getpid()}-{self.port}"
         self.process = None
-        self.container = None
         self.root = None
         self.log = Path(tempfile.mkstemp(prefix="obs-image-", suffix=".log")[1])
 
@@ -96,15 +96,15 @@ class ImageServer:
 
     def start(self):
         if self.mode == "podman run":
-            command = ["podman", "run", "--detach", "--name", self.name, "--network=host",
+            command = ["podman", "run", "--detach", "--name", self.name, "--network=host", "--read-only",
                        "--volume", f"{self.data_dir}:/data"]
             for name, value in self.environment().items():
                 command += ["--env", f"{name}={value}"]
             subprocess.run(command + [TAG], check=True, capture_output=True, timeout=60)
         else:
-            self.container = subprocess.run(["podman", "create", TAG], check=True, capture_output=True, text=True,
-                                            timeout=60).stdout.strip()
-            self.root = subprocess.run(["podman", "mount", self.container], check=True, capture_output=True,
+            # The image's own root, mounted read-only by podman (as readOnlyRootFilesystem in
+            # deploy/kubernetes), with the volume bound on /data.
+            self.root = subprocess.run(["podman", "image", "mount", TAG], check=True, capture_output=True,
                                        text=True, timeout=60).stdout.strip()
             subprocess.run(["mount", "--bind", str(self.data_dir), f"{self.root}/data"], check=True, timeout=30)
             environment = dict(item.split("=", 1) for item in self.config.get("Env") or [])
@@ -171,9 +171,7 @@ class ImageServer:
             subprocess.run(["podman", "rm", "--force", self.name], capture_output=True, timeout=60)
         if self.root:
             subprocess.run(["umount", f"{self.root}/data"], capture_output=True, timeout=30)
-            subprocess.run(["podman", "umount", self.container], capture_output=True, timeout=60)
-        if self.container:
-            subprocess.run(["podman", "rm", "--force", self.container], capture_output=True, timeout=60)
+            subprocess.run(["podman", "image", "unmount", TAG], capture_output=True, timeout=60)
         self.log.unlink(missing_ok=True)
 
     def connection(self, timeout=10):
@@ -201,9 +199,10 @@ class ImageServer:
 def mode(built):
     works, why = podman_run_works()
     if works:
-        REPORT.append("run with: podman run")
+        REPORT.append("run with: podman run --read-only, /data a bind-mounted directory")
         return "podman run"
-    REPORT.append(f"run with: chroot into the image's root (podman mount), as user {built['config'].get('User')}: "
+    REPORT.append(f"run with: chroot into the image's root (podman image mount, read-only), as user "
+                  f"{built['config'].get('User')}, /data a bind-mounted directory: "
                   f"podman run fails here ({why})")
     return "chroot"
 
