@@ -86,8 +86,8 @@ static: deps
 ## The container image (IMAGE=obs-server) with podman or docker, whichever is installed (podman when
 ## neither is), on debian:bookworm-slim or, without a registry, a base made with mmdebstrap.
 image: static
-	@command -v podman >/dev/null || command -v docker >/dev/null || $(MAKE) deps-image
-	@command -v podman >/dev/null || command -v mmdebstrap >/dev/null || $(MAKE) deps-image
+	@if ! command -v podman >/dev/null && ! command -v docker >/dev/null; then $(MAKE) deps-image; fi
+	@if command -v podman >/dev/null && ! command -v mmdebstrap >/dev/null; then $(MAKE) deps-image; fi
 	python3 deploy/image.py --binary $(STATIC_DIR)/release/obs-server --tag $(IMAGE)
 
 run: release
