@@ -9,16 +9,19 @@ PORT       ?= 8080
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo)
 APT_GET    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 TSAN_DIR   := .build-tsan
+STATIC_DIR := .build-static
+IMAGE      ?= obs-server
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release deps deps-browser deps-blackbox deps-cluster deps-bench deps-node test test-swift test-js test-blackbox test-bench-smoke test-tsan lint bench bench-peers bench-cluster soak clean help
+.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster soak clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
 	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, thread sanitizer)"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
+	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
 
 ## System packages: checked with pkg-config / command -v, installed with apt-get when missing.
 deps:
@@ -59,6 +62,15 @@ deps-node:
 	@command -v node >/dev/null || { \
 	  echo "==> installing nodejs"; $(APT_GET) update -qq && $(APT_GET) install -y -qq nodejs >/dev/null; }
 
+## The image check builds with Debian's podman (no daemon; chroot isolation) on a Debian base made from
+## Debian's packages with mmdebstrap (no image registry needed). Where podman cannot be installed, the
+## check says so and is skipped.
+deps-image:
+	@command -v podman >/dev/null && command -v mmdebstrap >/dev/null || { \
+	  echo "==> installing podman and mmdebstrap"; $(APT_GET) update -qq \
+	  && $(APT_GET) install -y -qq podman mmdebstrap >/dev/null; } \
+	  || echo "podman cannot be installed here: the image check will be skipped"
+
 deps-bench: deps
 	@command -v wrk >/dev/null && command -v taskset >/dev/null && command -v nginx >/dev/null \
 	  && command -v etcd >/dev/null \
@@ -72,6 +84,17 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+## The binary the image carries: release, the Swift runtime linked in (the runtime image has no Swift).
+static: deps
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(STATIC_DIR)
+
+## The container image (IMAGE=obs-server) with podman or docker, whichever is installed (podman when
+## neither is), on debian:bookworm-slim or, without a registry, a base made with mmdebstrap.
+image: static
+	@if ! command -v podman >/dev/null && ! command -v docker >/dev/null; then $(MAKE) deps-image; fi
+	@if command -v podman >/dev/null && ! command -v mmdebstrap >/dev/null; then $(MAKE) deps-image; fi
+	python3 deploy/image.py --binary $(STATIC_DIR)/release/obs-server --tag $(IMAGE)
+
 run: release
 	.build/release/obs-server --host $(HOST) --port $(PORT) --public-dir Public --data-dir $(DATA_DIR) $(ARGS)
 
@@ -79,7 +102,7 @@ run: release
 ## (node --test), the black-box suites (SIGKILL, schemathesis, browser) against the binary, then all Swift
 ## suites again under ThreadSanitizer with a data directory per test server (OBS_TEST_DURABLE=1; OBS_TSAN=1
 ## swaps Mutex for a lock TSan can see: see Sources/ObservationCore/Locked.swift).
-test: deps lint test-swift test-js test-blackbox test-bench-smoke test-tsan
+test: deps lint test-swift test-js test-blackbox test-image test-bench-smoke test-tsan
 
 lint: $(VENV)/.ready
 	$(SWIFT) format lint --strict -r Sources Tests
@@ -98,6 +121,12 @@ test-js: deps-node
 
 test-blackbox: $(VENV)/.ready deps-browser deps-blackbox deps-cluster
 	$(VENV)/bin/pytest -q Tests/blackbox
+
+## The image built by podman from the static binary and run from the image (Tests/image).
+test-image: $(VENV)/.ready deps-image static
+	@if command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then \
+	  $(VENV)/bin/pytest -q Tests/image; \
+	else echo "SKIPPED: the image check (podman or mmdebstrap could not be installed here)"; fi
 
 test-tsan:
 	OBS_FUZZ_SECONDS=1 OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
@@ -144,4 +173,4 @@ soak: release
 	python3 bench/soak.py --minutes 30
 
 clean:
-	rm -rf .build $(TSAN_DIR) build
+	rm -rf .build $(TSAN_DIR) $(STATIC_DIR) build

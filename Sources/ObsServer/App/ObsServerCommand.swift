@@ -35,6 +35,11 @@ struct ObsServerCommand: ParsableCommand {
             CORS preflights are answered and answers carry Access-Control-Allow-Origin.
             """) var corsOrigins: String?
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel: String?
+    @Option(
+        help: """
+            text, or json: one JSON object per line (time, level, message, and fields such as requestId, \
+            observer, node) for a log collector.
+            """) var logFormat: String?
     @Option(help: "HTTP worker threads (default: usable cores).") var threads: Int?
     @Option(help: "Largest request body in bytes.") var maxBodyBytes: Int?
     @Option(help: "Longest JSON string (value or member name) in a request body, in bytes (default: the body limit).")
@@ -82,11 +87,20 @@ struct ObsServerCommand: ParsableCommand {
             return
         }
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = config.logLevel
-            return handler
+            switch config.logFormat {
+            case .text:
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = config.logLevel
+                return handler
+            case .json:
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = config.logLevel
+                return handler
+            }
         }
-        let logger = Logger(label: "obs-server")
+        var logger = Logger(label: "obs-server")
+        // A cluster node's lines say which node wrote them (the server's loggers all derive from this one).
+        if config.cluster != nil { logger[metadataKey: "node"] = .string(config.nodeName) }
         Signals.blockTermination()
         let server: Server
         let port: UInt16
@@ -141,6 +155,12 @@ struct ObsServerCommand: ParsableCommand {
                 throw ValidationError("log level must be trace, debug, info, notice, warning, error or critical")
             }
             config.logLevel = parsed
+        }
+        if let format = try pick(logFormat, "log-format") {
+            guard let parsed = LogFormat(rawValue: format) else {
+                throw ValidationError("--log-format must be text or json")
+            }
+            config.logFormat = parsed
         }
         config.threads = try pick(threads, "threads")
         let integers: [(Int?, String, WritableKeyPath<ServerConfig, Int>)] = [

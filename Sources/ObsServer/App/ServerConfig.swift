@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ObservationCore
 
@@ -22,6 +23,8 @@ struct ServerConfig: Sendable {
     /// CORS header at all.
     var corsOrigins: [String] = []
     var logLevel = Logger.Level.info
+    /// `text` (swift-log's lines) or `json` (one object per line, for a log collector).
+    var logFormat = LogFormat.text
     var threads: Int?
     var maxBodyBytes = 1_048_576
     /// The longest JSON string in a body; nil: the body limit, so that no body the body limit
@@ -82,6 +85,9 @@ struct ServerConfig: Sendable {
 
     /// The cross-origin policy (nil: none; `validate()` refuses origins it cannot use).
     var cors: CORSPolicy? { corsOrigins.isEmpty ? nil : try? CORSPolicy(origins: corsOrigins) }
+
+    /// This node's name in the cluster: `nodeID`, or the host name and port.
+    var nodeName: String { nodeID ?? "\(ProcessInfo.processInfo.hostName):\(port)" }
 
     var effectiveMaxStringBytes: Int { maxStringBytes ?? maxBodyBytes }
     var effectiveMaxConnections: Int { maxConnections ?? maxStreams + 1024 }

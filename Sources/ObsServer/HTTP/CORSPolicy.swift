@@ -23,10 +23,11 @@ struct CORSPolicy: Sendable {
 
     /// The methods the API answers.
     static let allowMethods = "GET, HEAD, POST, PUT, PATCH, DELETE"
-    /// The request headers the contract lets clients send.
-    static let allowHeaders = "Authorization, Content-Type, Accept, Last-Event-ID, Obs-Client, Idempotency-Key"
+    /// The request headers the contract lets clients send, and `X-Request-Id`.
+    static let allowHeaders =
+        "Authorization, Content-Type, Accept, Last-Event-ID, Obs-Client, Idempotency-Key, X-Request-Id"
     /// The answer headers a browser script may read besides the safelisted ones.
-    static let exposeHeaders = "Obs-Client, Idempotent-Replayed, Retry-After, Location, Allow"
+    static let exposeHeaders = "Obs-Client, Idempotent-Replayed, Retry-After, Location, Allow, X-Request-Id"
     /// How long a browser may keep a preflight's answer, in seconds.
     static let maxAge = 600
 

@@ -209,11 +209,14 @@ final class HTTPDaemon: Sendable {
     private func begin(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
         var fields = RequestFields()
         withUnsafeMutablePointer(to: &fields) { _ = cmhd_request_fields(connection, Self.fieldIterator, $0) }
+        pending.requestID = RequestID.accepting(fields.headers.requestID)
+        fields.headers.requestID = pending.requestID
         swap(&pending.headers, &fields.headers)  // moved, not copied
         swap(&pending.query, &fields.query)
         if let length = fields.contentLength.flatMap(Int.init), length > options.maxBodyBytes {
             // Answering before the body is read makes libmicrohttpd close the connection afterwards: intended here.
-            return queue(APIError.payloadTooLarge(limit: options.maxBodyBytes).response, connection)
+            let answer = APIError.payloadTooLarge(limit: options.maxBodyBytes).response
+            return queue(answer, connection, requestID: pending.requestID)
         }
         return .YES
     }
@@ -327,14 +330,17 @@ final class HTTPDaemon: Sendable {
         watcher.unwatch(socket, token: token)
     }
 
-    /// Queues a request's answer and reports its latency.
+    /// Queues a request's answer, reports its latency, and logs it (at debug level: one line per
+    /// request, with its id).
     private func answered(_ pending: PendingRequest, _ answer: HTTPResponse, _ connection: OpaquePointer)
         -> MHD_Result
     {
         if let onAnswer = options.onAnswer {
             onAnswer(answer.route, answer.status, BootClock.seconds(since: pending.started))
         }
-        return queue(answer, connection, framing: pending.framing)
+        options.logger.debug(
+            "\(pending.method) \(pending.path) \(answer.status)", metadata: pending.logMetadata(answer))
+        return queue(answer, connection, requestID: pending.requestID, framing: pending.framing)
     }
 
     /// How libmicrohttpd frames a stream for a request of `version`: chunks for HTTP/1.1, raw
@@ -346,15 +352,17 @@ final class HTTPDaemon: Sendable {
         return .daemonOnly
     }
 
-    /// Queues any answer: every one passes here, so every one gets the CORS headers.
+    /// Queues any answer: every one passes here, so every one gets the CORS headers and the
+    /// request's id.
     private func queue(
-        _ response: HTTPResponse, _ connection: OpaquePointer, framing: StreamConnection.Framing = .daemonOnly
+        _ response: HTTPResponse, _ connection: OpaquePointer, requestID: String,
+        framing: StreamConnection.Framing = .daemonOnly
     ) -> MHD_Result {
         // Looked up here: a stream's request headers are dropped before it is queued. Added
         // after the answer's own, without copying the answer.
         let corsHeaders = options.cors?.answerHeaders(origin: header(connection, "Origin")) ?? []
         if let body = response.stream {
-            return queueStream(body, response, corsHeaders, connection, framing: framing)
+            return queueStream(body, response, corsHeaders, requestID, connection, framing: framing)
         }
         let created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
@@ -362,19 +370,22 @@ final class HTTPDaemon: Sendable {
         }
         guard let created else { return .NO }
         defer { MHD_destroy_response(created) }
-        Self.addHeaders(of: response, corsHeaders, to: created)
+        Self.addHeaders(of: response, corsHeaders, requestID, to: created)
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
 
-    /// Adds an answer's `Content-Type` (when it has one) and headers, then the CORS ones.
+    /// Adds an answer's `Content-Type` (when it has one) and headers, then the CORS ones and
+    /// `X-Request-Id`.
     private static func addHeaders(
-        of answer: HTTPResponse, _ corsHeaders: [(name: String, value: String)], to response: OpaquePointer
+        of answer: HTTPResponse, _ corsHeaders: [(name: String, value: String)], _ requestID: String,
+        to response: OpaquePointer
     ) {
         if !answer.contentType.isEmpty {
             answer.contentType.withCString { _ = MHD_add_response_header(response, contentType, $0) }
         }
         for (name, value) in answer.headers { add(name, value, to: response) }
         for (name, value) in corsHeaders { add(name, value, to: response) }
+        add("X-Request-Id", requestID, to: response)
     }
 
     /// Adds one header. `withCString`: passing the strings themselves would copy each into a
@@ -389,7 +400,7 @@ final class HTTPDaemon: Sendable {
 
     private func queueStream(
         _ body: any StreamBody, _ response: HTTPResponse, _ corsHeaders: [(name: String, value: String)],
-        _ connection: OpaquePointer, framing: StreamConnection.Framing
+        _ requestID: String, _ connection: OpaquePointer, framing: StreamConnection.Framing
     ) -> MHD_Result {
         let handle = ConnectionHandle(pointer: connection)
         let socket = cmhd_connection_socket(connection)
@@ -417,7 +428,7 @@ final class HTTPDaemon: Sendable {
         if !registered { stream.stop() }  // the daemon is stopping: it ends at its first read
         body.start(
             StreamControl(wake: { [weak stream] in stream?.wake() }, abort: { [weak stream] in stream?.abort() }))
-        Self.addHeaders(of: response, corsHeaders, to: created)
+        Self.addHeaders(of: response, corsHeaders, requestID, to: created)
         return MHD_queue_response(connection, UInt32(response.status), created)
     }
 
@@ -487,6 +498,7 @@ private struct RequestFields {
         case 6 where ASCII.equalsLowercased(name, "origin"): first(&headers.origin)
         case 10 where ASCII.equalsLowercased(name, "obs-client"): first(&headers.client)
         case 12 where ASCII.equalsLowercased(name, "content-type"): first(&headers.contentType)
+        case 12 where ASCII.equalsLowercased(name, "x-request-id"): first(&headers.requestID)
         case 13 where ASCII.equalsLowercased(name, "authorization"): first(&headers.authorization)
         case 13 where ASCII.equalsLowercased(name, "last-event-id"): first(&headers.lastEventID)
         case 14 where ASCII.equalsLowercased(name, "content-length"): first(&contentLength)
@@ -578,6 +590,8 @@ private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     /// The answer that comes later, while the connection is parked for it, and its route.
     var deferred: DeferredAnswer?
     var route = RouteLabel.unrouted
+    /// `X-Request-Id`: the client's, or one made when the headers arrived.
+    var requestID = ""
     /// The hang-up watcher's token for the socket, while a parked answer asks for it.
     var watch: (socket: Int32, token: UInt64)?
     let started = BootClock.nanoseconds
@@ -593,5 +607,19 @@ private final class PendingRequest: HeldAnswer, @unchecked Sendable {
     func release(_ verdict: GateVerdict) {
         self.verdict = verdict
         if let connection { MHD_resume_connection(connection.pointer) }
+    }
+
+    /// What the log line of an answered request says besides its message: the request's id,
+    /// the answer's route and status, the milliseconds it took, and the observer its path names.
+    func logMetadata(_ answer: HTTPResponse) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "requestId": .string(requestID), "route": .string(answer.route.name), "status": "\(answer.status)",
+            "ms": "\(Double(BootClock.nanoseconds - started) / 1e6)",
+        ]
+        let observers = "/v1/observers/"
+        if path.hasPrefix(observers), let id = path.dropFirst(observers.count).split(separator: "/").first {
+            metadata["observer"] = .string(PercentDecoding.decode(String(id)))
+        }
+        return metadata
     }
 }

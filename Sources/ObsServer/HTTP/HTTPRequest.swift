@@ -26,6 +26,8 @@ struct HTTPHeaders: Sendable {
     /// `Origin` and `Access-Control-Request-Method` (CORS).
     var origin: String?
     var corsRequestMethod: String?
+    /// `X-Request-Id`: the client's, or one the daemon made (always set on a request handed over).
+    var requestID: String?
 }
 
 /// A complete HTTP request: line, the headers the service reads, query and body. A class:

@@ -130,7 +130,11 @@ struct Router: Sendable {
         } catch let error as CoreError {
             response = APIError(error).response
         } catch {
-            logger.error("unexpected error", metadata: ["path": "\(request.path)", "error": "\(error)"])
+            logger.error(
+                "unexpected error",
+                metadata: [
+                    "path": "\(request.path)", "error": "\(error)", "requestId": "\(request.headers.requestID ?? "")",
+                ])
             response = APIError.internalError.response
         }
         response.route = label
