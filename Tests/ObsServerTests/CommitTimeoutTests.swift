@@ -68,40 +68,36 @@ struct CommitTimeoutTests {
     }
 
     @Test("the commit gate refuses every ticket of a rolled-back range, parked or still on its way")
-    func gateRefusesRolledBackTickets() {
+    func gateRefusesRolledBackTickets() throws {
         let gate = CommitGate(durable: 10)
-        let parked = RecordingAnswer()
-        #expect(gate.hold(parked, until: 12) {}.isParked)
-        let error = APIError(status: 503, code: "unavailable", message: "undone")
-        gate.refuse(through: 13, with: error)
-        #expect(parked.verdicts == ["refused"])
-        #expect(gate.hold(RecordingAnswer(), until: 13) {}.name == "refused", "a late answer of the range")
-        #expect(gate.hold(RecordingAnswer(), until: 9) {}.name == "passed")
-        let later = RecordingAnswer()
-        #expect(gate.hold(later, until: 14) {}.isParked, "positions after the range are new changes")
+        let written = HTTPResponse.json(["ok": true])
+        let parked = try #require(deferred(gate.hold(written, until: 12)))
+        gate.refuse(through: 13, with: APIError(status: 503, code: "unavailable", message: "undone"))
+        #expect(status(of: parked) == 503)
+        #expect(status(gate.hold(written, until: 13)) == 503, "a late answer of the range")
+        #expect(status(gate.hold(written, until: 9)) == 200, "durable already")
+        let later = try #require(deferred(gate.hold(written, until: 14)), "positions after the range are new changes")
+        gate.open(through: 13)
+        #expect(status(of: later) == nil, "not durable yet")
         gate.open(through: 14)
-        #expect(later.verdicts == ["passed"])
-        gate.abandon()
-        #expect(gate.hold(RecordingAnswer(), until: 20) {}.name == "abandoned")
+        #expect(status(of: later) == 200)
     }
 }
 
-/// A held answer that records the gate's verdicts.
-private final class RecordingAnswer: HeldAnswer, Sendable {
-    private let recorded = Locked<[String]>([])
-    var verdicts: [String] { recorded.withLock { $0 } }
-    func release(_ verdict: GateVerdict) { recorded.withLock { $0.append(verdict.name) } }
+/// The deferred answer of a `later` reply (nil: the reply is not `later`).
+private func deferred(_ reply: Reply) -> DeferredAnswer? {
+    guard case .later(let answer) = reply else { return nil }
+    return answer
 }
 
-extension GateVerdict {
-    fileprivate var name: String {
-        switch self {
-        case .passed: "passed"
-        case .parked: "parked"
-        case .refused: "refused"
-        case .abandoned: "abandoned"
-        }
-    }
+/// The status of a reply that is `now` (nil: it is not).
+private func status(_ reply: Reply?) -> Int? {
+    guard case .now(let response)? = reply else { return nil }
+    return response.status
+}
 
-    fileprivate var isParked: Bool { name == "parked" }
+/// The status a deferred answer was resolved with (nil: not resolved yet).
+private func status(of answer: DeferredAnswer) -> Int? {
+    guard case .some(.some(let reply)) = answer.hold(park: {}, release: {}) else { return nil }
+    return status(reply)
 }

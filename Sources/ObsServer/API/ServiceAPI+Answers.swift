@@ -2,33 +2,14 @@ import ObservationCore
 
 extension ServiceAPI {
     /// Issues a client's command now, named by the request's `Obs-Client` and carrying its
-    /// `Idempotency-Key`, and answers with its outcome (`answerMembers` adds members to a
-    /// successful answer; a retry under the same key gets them back too). On a cluster node
-    /// the command goes to the cluster's log first, and the answer is the outcome of applying
-    /// it when it comes back (a deferred answer).
-    func execute(_ request: HTTPRequest, _ action: Command.Action, answerMembers: JSONObject = [:]) throws
-        -> HTTPResponse
-    {
+    /// `Idempotency-Key`, through the replica (which answers it now, once durable, or once it
+    /// came back from the cluster's log); `answerMembers` adds members to a successful answer
+    /// (a retry under the same key gets them back too).
+    func execute(_ request: HTTPRequest, _ action: Command.Action, answerMembers: JSONObject = [:]) throws -> Reply {
         let command = Command(
             time: .now(), action, by: try Self.client(of: request),
             idempotency: try Self.idempotencyClaim(of: request, answerMembers: answerMembers))
-        guard let cluster else {
-            let executed = try store.submit(command)
-            var response = Self.answer(executed.outcome, adding: answerMembers)
-            // A durable store's answer waits until what it reports is on disk (or was rolled back).
-            response.holdUntil = executed.ticket
-            return response
-        }
-        let deferred = DeferredAnswer()
-        cluster.submit(command) { result in
-            deferred.resolve {
-                switch result {
-                case .success(let outcome): Self.answer(outcome, adding: answerMembers)
-                case .failure(let error): APIError(error).response
-                }
-            }
-        }
-        return .deferred(deferred)
+        return try replica.submit(command) { outcome in Self.answer(outcome, adding: answerMembers) }
     }
 
     /// The answer to a command's outcome; a replayed one says so (`Idempotent-Replayed`).

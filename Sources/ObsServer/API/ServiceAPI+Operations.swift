@@ -3,43 +3,32 @@ import ObservationCore
 extension ServiceAPI {
     func registerOperations(in router: inout RouterBuilder) {
         router.on(.get, "/healthz") { _, _ in
-            guard let cluster, !cluster.isHealthy else { return .json(["status": "ok"]) }
             // Not caught up with the cluster, or cut off from its database: send clients elsewhere.
-            let reason = "this node has not caught up with the cluster, or cannot reach its database"
-            return APIError(CoreError(.unavailable, reason, details: ["retryAfter": 1])).response
+            guard let unavailability = replica.unavailability else { return .json(["status": "ok"]) }
+            return .now(APIError(unavailability).response)
         }
         router.on(.get, "/v1/stats") { _, _ in .json(.object(figures())) }
-        router.on(.get, "/metrics") { _, _ in prometheus() }
+        router.on(.get, "/metrics") { _, _ in .now(prometheus()) }
     }
 
     /// The counts of `/v1/stats`.
     private func figures() -> JSONObject {
         let stats = store.stats()
-        let streams = cluster == nil ? stats.streams : hub.count
         var figures: JSONObject = [
             "objects": .int(stats.objects),
             "classes": .int(stats.classes),
             "observers": .int(stats.observers),
             "observations": .int(stats.observations),
             "subscriptions": .int(store.subscriptionCount),
-            "streams": .int(streams),
+            "streams": .int(replica.streamCount),
             "eventsSent": .int(hub.counters.events.load(ordering: .relaxed)),
             "droppedStreams": .int(hub.counters.dropped.load(ordering: .relaxed)),
             "requests": .int(counters.requests.load(ordering: .relaxed)),
             "revision": .int(stats.revision),
-            "writable": .bool(cluster?.isHealthy ?? store.isWritable),
+            "writable": .bool(replica.isWritable),
             "uptime": .double((counters.uptimeSeconds * 1000).rounded() / 1000),
         ]
-        // This node, the live nodes, what it has applied and the log's head (section 11), and the
-        // digest of what it applied (equal on every node at the same position).
-        if let node = cluster?.figures {
-            let members: JSONObject = [
-                "node": .string(node.node), "nodes": .int(node.nodes), "applied": .int(node.applied),
-                "head": .int(node.head), "digest": .string(node.digest), "digestPosition": .int(node.digestPosition),
-                "rebuilds": .int(node.rebuilds),
-            ]
-            figures["cluster"] = .object(members)
-        }
+        replica.addFigures(to: &figures)
         return figures
     }
 
@@ -83,17 +72,7 @@ extension ServiceAPI {
         metric(
             "obs_writable", "gauge", "1 while writes are accepted; 0 while the data directory refuses them (503).",
             store.isWritable ? "1" : "0")
-        if let figures = committer?.figures {
-            metric("obs_commits_total", "counter", "Group commits to the data directory.", "\(figures.commits)")
-            metric(
-                "obs_commit_rows_total", "counter", "Commands appended to the log by group commits.", "\(figures.rows)")
-            metric("obs_checkpoints_total", "counter", "Checkpoints written.", "\(figures.checkpoints)")
-            metric("obs_commit_failures_total", "counter", "Failed commits (retried).", "\(figures.failures)")
-            metric(
-                "obs_commit_rollbacks_total", "counter",
-                "Rollbacks to the data directory (a commit failed past --commit-timeout).", "\(figures.rollbacks)")
-            metric("obs_commit_seconds_total", "counter", "Time spent writing commits.", "\(figures.seconds)")
-        }
+        for (name, type, help, value) in replica.metrics { metric(name, type, help, value) }
         metrics.render(into: &text)
         return HTTPResponse(
             status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))

@@ -17,12 +17,12 @@ extension ServiceAPI {
     /// A poll with `wait` > 0 is a stream from its arrival to its answer: it is counted in
     /// `streams`, under `--max-streams`, and holds the observer's lease (the lease counts again,
     /// in full, from its answer). One with `wait=0` is a plain read.
-    func poll(_ request: HTTPRequest, observerID: String?) throws -> HTTPResponse {
+    func poll(_ request: HTTPRequest, observerID: String?) throws -> Reply {
         let query = try Self.pollQuery(request)
         let log: EventLog
         var close: @Sendable () -> Void = {}
         if query.wait > 0 {
-            (log, close) = try streamLog(of: observerID)
+            (log, close) = try replica.openStream(of: observerID)
         } else {
             log = try store.eventLog(of: observerID)
         }
@@ -37,19 +37,19 @@ extension ServiceAPI {
         switch poll.look() {
         case .answer(let answer):
             close()
-            return sent(answer)
+            return .now(sent(answer))
         case .upToDate(let after) where query.wait > 0:
             cursor = after
         case .upToDate(let after):
-            return sent(PollAnswer(events: [], lastEventID: after))
+            return .now(sent(PollAnswer(events: [], lastEventID: after)))
         }
         let resumed = poll.resuming(after: cursor)
         let waiting = WaitingPoll(
             log: log, cursor: cursor, deadline: .now + .seconds(query.wait), polls: hub.polls,
             produce: { [self] in
                 switch resumed.look() {
-                case .answer(let answer): sent(answer)
-                case .upToDate(let cursor): sent(PollAnswer(events: [], lastEventID: cursor))
+                case .answer(let answer): .now(sent(answer))
+                case .upToDate(let cursor): .now(sent(PollAnswer(events: [], lastEventID: cursor)))
                 }
             }, close: close)
         if hub.polls.add(waiting) {
@@ -57,7 +57,7 @@ extension ServiceAPI {
         } else {
             waiting.end(.answer)  // the server is stopping: nothing waits
         }
-        return .deferred(waiting.answer)
+        return .later(waiting.answer)
     }
 
     /// A poll's answer, its events counted as sent.

@@ -16,12 +16,12 @@ extension ServiceAPI {
 
     /// Opens an event stream on an observer's log (nil: the admin log), resuming after
     /// `Last-Event-ID` / `?lastEventId=` when given (section 7), with the options of 7.2.
-    private func openStream(_ request: HTTPRequest, observerID: String?) throws -> HTTPResponse {
+    private func openStream(_ request: HTTPRequest, observerID: String?) throws -> Reply {
         let options = StreamOptions(
             framing: Self.wantsNDJSON(request) ? .ndjson : .sse, commits: try request.flagQuery("commits"),
             progress: try request.flagQuery("progress"), retryMilliseconds: RetrySpread.next(in: 2_000...5_000))
         let resumeText = request.headers.lastEventID ?? request.stringQuery("lastEventId")
-        let (log, close) = try streamLog(of: observerID)
+        let (log, close) = try replica.openStream(of: observerID)
         // The revision first, then the log: the replay up to its last visible event then holds
         // every event of that revision and before (`synced`).
         let settled = store.settledRevision
@@ -51,7 +51,7 @@ extension ServiceAPI {
             replayEnd: ReplayEnd(lastEventID: max(cursor, visible), revision: settled), options: options,
             hub: hub, revisions: store, onClose: close)
         hub.add(stream)
-        return .eventStream(stream, ndjson: options.framing == .ndjson)
+        return HTTPResponse.eventStream(stream, ndjson: options.framing == .ndjson)
     }
 
     /// Whether the client asked for NDJSON (section 7.2) rather than Server-Sent Events.
@@ -59,44 +59,6 @@ extension ServiceAPI {
         guard let accept = request.headers.accept else { return false }
         return ASCII.contains(accept, lowercased: "application/x-ndjson")
             && !ASCII.contains(accept, lowercased: "text/event-stream")
-    }
-
-    /// Opens a stream on an observer's log (nil: the admin log): counted (it holds the observer's
-    /// lease, under `--max-streams`) until the closure returned with the log runs.
-    func streamLog(of observerID: String?) throws(CoreError) -> (EventLog, @Sendable () -> Void) {
-        if let cluster { return try clusterStream(of: observerID, cluster) }
-        return try localStream(of: observerID)
-    }
-
-    /// A single server's stream: opening and closing are commands applied here.
-    private func localStream(of observerID: String?) throws(CoreError) -> (EventLog, @Sendable () -> Void) {
-        let log = try store.openStream(of: observerID)
-        return (log, { [store] in store.closeStream(of: observerID) })
-    }
-
-    /// A cluster node's stream: the node checks its own stream limit, and an observer's stream
-    /// opening and closing go through the log (they hold the lease cluster-wide), named by
-    /// this node's incarnation. The stream starts at once (the read barrier has run).
-    private func clusterStream(of observerID: String?, _ cluster: ClusterNode) throws(CoreError) -> (
-        EventLog, @Sendable () -> Void
-    ) {
-        guard cluster.isHealthy, let holder = cluster.tag else {
-            throw ClusterNode.unavailable("the node is not connected to the cluster's database now")
-        }
-        guard hub.count < maxStreams else {
-            throw CoreError(
-                .limitExceeded, "this node holds its limit of \(maxStreams) event streams",
-                details: ["limit": .int(maxStreams)])
-        }
-        let log = try store.eventLog(of: observerID)
-        guard let observerID else { return (log, {}) }
-        cluster.submit(Command(time: .now(), .openStream(observer: observerID, holder: holder))) { _ in }
-        return (
-            log,
-            {
-                cluster.submit(Command(time: .now(), .closeStream(observer: observerID, holder: holder))) { _ in }
-            }
-        )
     }
 }
 

@@ -5,18 +5,16 @@ import Synchronization
 ///
 /// Handlers only translate: JSON in, a core call, JSON out. Semantics live in `ObservationCore`.
 struct ServiceAPI: Sendable {
-    let store: Store
+    /// Where commands go and reads wait (memory, a data directory, a cluster).
+    let replica: any Replica
     let counters: ServiceCounters
     let hub: StreamHub
     let metrics: RequestMetrics
-    /// The data directory's committer (nil: in memory), for its figures.
-    let committer: Committer?
-    /// The cluster this node belongs to (nil: a single server): writes go through its log.
-    let cluster: ClusterNode?
-    /// This node's stream limit, when a cluster node counts its own streams (`--max-streams`).
-    let maxStreams: Int
     /// The longest JSON string a request body may hold (`--max-string-bytes`).
     let maxStringBytes: Int
+
+    /// The state every read comes from.
+    var store: Store { replica.store }
 
     /// Registers every route of the service.
     func register(in router: inout RouterBuilder) {

@@ -2,165 +2,137 @@ import Foundation
 import Logging
 import ObservationCore
 
-/// A configured ObsServer: the store, the API and the HTTP daemon, not yet listening.
+/// A configured ObsServer, not yet listening: the wiring of its replica (in memory, a data
+/// directory or a cluster), the API, the middleware in front of it, the timer and the daemon.
 ///
-/// `start()` binds and serves; `stop()` closes every connection. Tests build
-/// one with port 0 and read the chosen port from `start()`.
+/// `start()` binds and serves; `stop()` closes every connection. Tests build one with port 0
+/// and read the chosen port from `start()`.
 final class Server: Sendable {
     let config: ServerConfig
-    let store: Store
+    /// Where commands go and reads wait.
+    let replica: any Replica
     let router: Router
     private let daemon: HTTPDaemon
     private let timer: ServiceTimer
-    /// Writes changes to the data directory (nil: in memory only).
-    let committer: Committer?
-    /// Holds the data directory's lock for the server's lifetime.
+    /// Holds the data directory's lock for the server's lifetime (nil: no data directory).
     private let dataDirectory: DataDirectory?
-    /// The cluster this node serves (nil: a single server).
-    let cluster: ClusterNode?
     /// The open streams and waiting polls.
     private let hub: StreamHub
 
+    var store: Store { replica.store }
+
     init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
-        let limits = config.limits
-        let store: Store
-        if let dataDir = config.dataDir {
-            let directory = try DataDirectory(path: dataDir)
-            let started = ContinuousClock.now
-            let (restored, database, position) = try Self.open(
-                directory, sync: config.sync, limits: limits, logger: logger)
-            store = restored
-            dataDirectory = directory
-            committer = Committer(
-                store: store, database: database, durable: position, checkpointEvery: config.checkpointCommands,
-                commitTimeout: config.commitTimeout, loaded: ContinuousClock.now - started, logger: logger)
-        } else {
-            store = Store(limits: limits, renderer: .http)
-            dataDirectory = nil
-            committer = nil
-        }
-        let cluster = config.cluster.map { url in
-            ClusterNode(
+        let counters = ServiceCounters()
+        let hub = StreamHub()
+        let replica: any Replica
+        let timer: ServiceTimer
+        if let url = config.cluster {
+            let store = Store(limits: config.limits, renderer: .http)
+            let node = ClusterNode(
                 settings: ClusterSettings(
                     url: url, nodeID: config.nodeID ?? "\(ProcessInfo.processInfo.hostName):\(config.port)",
                     checkpointEvery: config.checkpointCommands, commitTimeout: config.commitTimeout),
-                store: store, limits: limits, logger: logger)
-        }
-        let counters = ServiceCounters()
-        let hub = StreamHub()
-        let timer: ServiceTimer
-        if let cluster {
-            // The keeper decides leases and queues for the cluster, through its log; quiet for
-            // `idle` postings is quiet in the log.
-            timer = ServiceTimer(
-                store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
-                lastRequest: { cluster.lastApplied }, decides: { cluster.isKeeper }
-            ) { action in
-                guard cluster.isKeeper else { return false }
-                if case .failure(let error) = cluster.submitAndWait(Command(time: .now(), action)),
-                    error.code == .unavailable
-                {
-                    return false
-                }
-                return true
-            }
-            cluster.on(.init(cutOff: { hub.closeAll() }, keeper: { timer.reschedule() }))
+                store: store, limits: config.limits, logger: logger)
+            replica = ClusterReplica(store: store, node: node, hub: hub, maxStreams: config.maxStreams)
+            timer = Self.keeperTimer(node, store: store, hub: hub, config: config)
+            node.on(.init(cutOff: { hub.closeAll() }, keeper: { timer.reschedule() }))
+            dataDirectory = nil
         } else {
+            if let path = config.dataDir {
+                let directory = try DataDirectory(path: path)
+                replica = try Self.open(directory, config: config, logger: logger)
+                dataDirectory = directory
+            } else {
+                replica = MemoryReplica(store: Store(limits: config.limits, renderer: .http))
+                dataDirectory = nil
+            }
             timer = ServiceTimer(
-                store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
-                lastRequest: { counters.lastRequest })
+                store: replica.store, hub: hub, heartbeatInterval: config.heartbeatInterval,
+                idleQuiet: config.idleQuiet, lastRequest: { counters.lastRequest })
         }
-        store.onTimerChange { timer.reschedule() }
+        replica.store.onTimerChange { timer.reschedule() }
         hub.polls.onEarlierDeadline { timer.reschedule() }
+
         var builder = RouterBuilder()
         let metrics = RequestMetrics()
         ServiceAPI(
-            store: store, counters: counters, hub: hub, metrics: metrics, committer: committer, cluster: cluster,
-            maxStreams: config.maxStreams, maxStringBytes: config.effectiveMaxStringBytes
+            replica: replica, counters: counters, hub: hub, metrics: metrics,
+            maxStringBytes: config.effectiveMaxStringBytes
         )
         .register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
-        let router = builder.build(logger: logger) { request, _ in try staticFiles.serve(request) }
-        let authenticator = Authenticator(token: config.token, store: store)
+        let router = builder.build(logger: logger) { request, _ in .now(try staticFiles.serve(request)) }
+        // In order: figures first (they see every answer), CORS before the token check
+        // (preflights carry none), the token before the read barrier (a refusal waits for nothing).
+        var middleware: [any Middleware] = [
+            ActivityMiddleware(counters: counters), MetricsMiddleware(metrics: metrics),
+        ]
+        if let cors = config.cors { middleware.append(CORSMiddleware(policy: cors)) }
+        middleware.append(
+            AuthMiddleware(authenticator: Authenticator(token: config.token, store: replica.store), replica: replica))
+        middleware.append(ReadBarrierMiddleware(replica: replica))
+
         var options = HTTPDaemonOptions(
-            host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes, gate: committer?.gate,
-            logger: logger)
+            host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes, logger: logger)
         if let threads = config.threads { options.threads = threads }
         options.connectionLimit = config.effectiveMaxConnections
         options.connectionsPerAddress = config.maxConnectionsPerAddress
         options.connectionTimeout = config.connectionTimeout
         options.connectionMemoryLimit = config.connectionMemory
         options.peerTimeout = .seconds(config.peerTimeout)
-        options.onAnswer = { route, status, seconds in metrics.record(route: route, status: status, seconds: seconds) }
-        let cors = config.cors
-        options.cors = cors
-        /// Answers a request that `refusal` (the authenticator's verdict) lets through.
-        let respond: @Sendable (HTTPRequest, APIError?) -> HTTPResponse = { request, refusal in
-            refusal?.response ?? router.respond(to: request)
-        }
-        self.daemon = try HTTPDaemon(options: options) { request in
-            counters.recordRequest()
-            // Quiet (for idle postings) counts from the moment the answer is ready, not from arrival.
-            defer { counters.recordActivity() }
-            // A CORS preflight carries no token and reads nothing: answered before both are checked.
-            if let preflight = cors?.preflight(request) { return preflight }
-            // A cluster node answers a read (and a token it does not know yet) once it has applied
-            // everything committed when the request arrived: read-your-writes across nodes.
-            let refusal = authenticator.refusal(for: request)
-            if let cluster, Self.readsState(request) || refusal?.status == 401 {
-                let deferred = DeferredAnswer()
-                // Checked again once caught up: a token may belong to an observer made elsewhere.
-                cluster.afterCatchingUp {
-                    deferred.resolve { respond(request, refusal == nil ? nil : authenticator.refusal(for: request)) }
-                }
-                return .deferred(deferred)
-            }
-            return respond(request, refusal)
-        }
+        self.daemon = try HTTPDaemon(options: options, chain: MiddlewareChain(middleware, router: router))
         self.config = config
-        self.cluster = cluster
-        self.store = store
+        self.replica = replica
         self.router = router
         self.timer = timer
         self.hub = hub
     }
 
-    /// Whether a request reads the service's state (an API read, an event stream).
-    private static func readsState(_ request: HTTPRequest) -> Bool {
-        (request.method == .get || request.method == .head) && request.path.hasPrefix("/v1/")
+    /// A cluster node's timer: the keeper decides leases and queues for the cluster, through
+    /// its log (waiting at most the commit timeout); quiet for `idle` postings is quiet in the log.
+    private static func keeperTimer(_ node: ClusterNode, store: Store, hub: StreamHub, config: ServerConfig)
+        -> ServiceTimer
+    {
+        ServiceTimer(
+            store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
+            lastRequest: { node.lastApplied }, decides: { node.isKeeper }
+        ) { action in
+            guard node.isKeeper else { return false }
+            if case .failure(let error) = node.submitAndWait(Command(time: .now(), action)), error.code == .unavailable
+            {
+                return false
+            }
+            return true
+        }
     }
 
-    /// Starts the committer, then listening (and the lease/heartbeat timer); returns the bound port.
-    /// A durable store first applies `restart`: no stream is open any more, and leases count
-    /// from now (a command like any other, so that a later start replays it too).
+    /// Starts the replica (its committer, or its cluster threads), then listening and the
+    /// lease/heartbeat timer; returns the bound port.
     func start() throws -> UInt16 {
-        try cluster?.start()
-        committer?.start()
-        if committer != nil { _ = try store.issue(.restart) }
+        try replica.start()
         let port = try daemon.start()
         timer.start()
         return port
     }
 
     /// Stops serving: answers every waiting poll, ends every event stream, closes every
-    /// connection, stops the timer, then writes what is left to the data directory.
+    /// connection, stops the timer, then stops the replica (what is left goes to the data directory).
     func stop() {
         hub.polls.stop()
         daemon.stop()
         timer.stop()
-        committer?.stop()
-        cluster?.stop()
+        replica.stop()
     }
 
-    /// Opens the data directory's database and rebuilds the store from it.
-    private static func open(_ directory: DataDirectory, sync: CommitSync, limits: StoreLimits, logger: Logger)
-        throws -> (Store, StoreDatabase, position: Int)
+    /// Opens the data directory's database, rebuilds the store from it, and makes its committer.
+    private static func open(_ directory: DataDirectory, config: ServerConfig, logger: Logger) throws -> DurableReplica
     {
+        let started = ContinuousClock.now
         do {
-            let database = try StoreDatabase(directory: directory.path, sync: sync)
+            let database = try StoreDatabase(directory: directory.path, sync: config.sync)
             let image = try database.load()
-            let store = try Store(limits: limits, renderer: .http, restoring: image)
+            let store = try Store(limits: config.limits, renderer: .http, restoring: image)
             let stats = store.stats()
             logger.info(
                 """
@@ -168,7 +140,11 @@ final class Server: Sendable {
                 \(stats.observers) observers, \(stats.observations) observations, revision \(stats.revision) \
                 (a checkpoint and \(image.commands.count) commands after it)
                 """)
-            return (store, database, image.lastPosition)
+            let committer = Committer(
+                store: store, database: database, durable: image.lastPosition,
+                checkpointEvery: config.checkpointCommands, commitTimeout: config.commitTimeout,
+                loaded: ContinuousClock.now - started, logger: logger)
+            return DurableReplica(store: store, committer: committer)
         } catch let error as SQLiteError {
             throw ConfigError("data directory \(directory.path): \(error)")
         } catch let error as PersistenceError {

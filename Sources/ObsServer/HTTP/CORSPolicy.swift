@@ -108,7 +108,6 @@ struct CORSPolicy: Sendable {
             ("Access-Control-Allow-Methods", Self.allowMethods), ("Access-Control-Allow-Headers", Self.allowHeaders),
             ("Access-Control-Max-Age", String(Self.maxAge)),
         ]
-        response.route = .preflight
         return response
     }
 }

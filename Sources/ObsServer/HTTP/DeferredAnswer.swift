@@ -1,19 +1,22 @@
 import ObservationCore
 
-/// An answer known later than its request: a cluster write's, once its command has come back
-/// from the shared log and been applied; a cluster read's, once the node has caught up.
+/// An answer known later than its request: a durable write's, once its commit is made (or
+/// rolled back); a cluster write's, once its command has come back from the shared log and
+/// been applied; a cluster read's, once the node has caught up; a poll's, once an event came.
 ///
-/// A handler returns `HTTPResponse.deferred(answer)` and hands the `DeferredAnswer` to whoever
-/// will know the answer; they call `resolve` exactly once (later calls are ignored). The daemon
-/// parks the connection until then. The producer given to `resolve` runs on one of the
-/// daemon's worker threads once the connection is resumed, so whoever resolves does no HTTP
-/// work (the tailer only hands over an outcome). A producer that returns nil closes the
-/// connection unanswered (whether the change took effect is not known: shutdown).
+/// A handler returns `.later(answer)` and hands the `DeferredAnswer` to whoever will know the
+/// answer; they call `resolve` exactly once (later calls are ignored). The daemon parks the
+/// connection until then. A producer given to `resolve` runs on one of the daemon's worker
+/// threads once the connection is resumed, so whoever resolves does no HTTP work (the tailer
+/// only hands over an outcome). A nil answer closes the connection unanswered (whether the
+/// change took effect is not known: shutdown).
 ///
 /// An answer that waits on the client's behalf (a poll) asks to hear if the client hangs up
 /// meanwhile (`onHangup`): the daemon then watches the parked connection's socket.
+///
+/// Thread-safety: `phase` is one lock; `release` (the daemon's resume) is called after it.
 final class DeferredAnswer: Sendable {
-    typealias Producer = @Sendable () -> HTTPResponse?
+    typealias Producer = @Sendable () -> Reply?
 
     /// A closure in a struct, so that `Locked` holds it in its concrete representation (see
     /// `Store.journalHandler`).
@@ -21,14 +24,16 @@ final class DeferredAnswer: Sendable {
         let call: @Sendable () -> Void
     }
 
-    private struct ProducerBox: Sendable {
-        let produce: Producer
+    /// The answer once known: made already, or made by the daemon's worker when it is taken.
+    private enum Answer: Sendable {
+        case made(Reply?)
+        case produced(by: Producer)
     }
 
     private enum Phase: Sendable {
         case waiting
         case parked(Box)
-        case ready(ProducerBox)
+        case ready(Answer)
         case taken
     }
 
@@ -46,15 +51,25 @@ final class DeferredAnswer: Sendable {
     /// What to run when the client hangs up while parked (nil: nothing: the daemon does not watch).
     var hangupHandler: (@Sendable () -> Void)? { hangup.withLock { $0 }?.call }
 
-    /// Provides the answer (first call only); resumes the connection if it is parked.
+    /// Provides the answer, made by `produce` on the daemon's worker (first call only); resumes
+    /// the connection if it is parked.
     func resolve(_ produce: @escaping Producer) {
+        settle(.produced(by: produce))
+    }
+
+    /// Provides the answer as it is (nil: close unanswered).
+    func resolve(with reply: Reply?) {
+        settle(.made(reply))
+    }
+
+    private func settle(_ answer: Answer) {
         let release = phase.withLock { phase -> Box? in
             switch phase {
             case .waiting:
-                phase = .ready(ProducerBox(produce: produce))
+                phase = .ready(answer)
                 return nil
             case .parked(let release):
-                phase = .ready(ProducerBox(produce: produce))
+                phase = .ready(answer)
                 return release
             case .ready, .taken:
                 return nil
@@ -63,36 +78,40 @@ final class DeferredAnswer: Sendable {
         release?.call()
     }
 
-    /// Resolves with a ready answer.
-    func resolve(with response: HTTPResponse) {
-        resolve { response }
-    }
-
-    /// The daemon's side: the producer when the answer is known already (send it now); else
-    /// nil, having called `park` (suspend the connection) under the lock, and `release` comes
-    /// once the answer is known (resume it, then call `take`).
-    func hold(park: () -> Void, release: @escaping @Sendable () -> Void) -> Producer? {
-        phase.withLock { phase in
+    /// The daemon's side: the answer when it is known already (send it now, `.some`); else
+    /// nil, having called `park` (suspend the connection) under the lock, so that `release`
+    /// (resume it, then call `take`) can only come after it.
+    func hold(park: () -> Void, release: @escaping @Sendable () -> Void) -> Reply?? {
+        let answer = phase.withLock { phase -> Answer? in
             switch phase {
             case .waiting:
                 park()
                 phase = .parked(Box(call: release))
                 return nil
-            case .ready(let box):
+            case .ready(let answer):
                 phase = .taken
-                return box.produce
+                return answer
             case .parked, .taken:
                 preconditionFailure("a deferred answer is held once")
             }
         }
+        return answer.map(Self.make)
     }
 
-    /// The producer, after `release` (nil if it is not resolved: never, by the protocol).
-    func take() -> Producer? {
-        phase.withLock { phase in
-            guard case .ready(let box) = phase else { return nil }
+    /// The answer, after `release` (nil: close unanswered; never unresolved, by the protocol).
+    func take() -> Reply? {
+        let answer = phase.withLock { phase -> Answer? in
+            guard case .ready(let answer) = phase else { return nil }
             phase = .taken
-            return box.produce
+            return answer
+        }
+        return answer.flatMap(Self.make)
+    }
+
+    private static func make(_ answer: Answer) -> Reply? {
+        switch answer {
+        case .made(let reply): reply
+        case .produced(let produce): produce()
         }
     }
 }

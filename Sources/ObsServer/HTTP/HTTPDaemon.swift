@@ -21,51 +21,44 @@ struct HTTPDaemonOptions: Sendable {
     /// How long TCP keeps trying a silent stream client before the socket fails (`SocketWatcher`).
     var peerTimeout: Duration = .seconds(30)
     var maxBodyBytes: Int
-    /// What answers carrying `holdUntil` wait for (none: they go at once).
-    var gate: (any ResponseGate)?
-    /// Told of every answer: its route, status and seconds since the request began.
-    var onAnswer: (@Sendable (_ route: RouteLabel, _ status: Int, _ seconds: Double) -> Void)?
-    /// Where libmicrohttpd's own messages go (at debug level).
+    /// Where libmicrohttpd's own messages go (at debug level), and a line per answer.
     var logger = Logger(label: "obs-server.http")
-    /// Cross-origin access (nil: no CORS header on any answer).
-    var cors: CORSPolicy?
 }
 
 /// The libmicrohttpd daemon, and the only Swift type that sees it.
 ///
-/// Runs libmicrohttpd with epoll on an internal thread pool, with
-/// suspend/resume enabled (event streams suspend while they have nothing to
-/// send). Requests are collected (headers, query, body up to the limit) and
-/// handed to `handler` as a plain `HTTPRequest` on the worker thread; its
-/// answer is queued on the same call.
+/// Runs libmicrohttpd with epoll on an internal thread pool, with suspend/resume enabled.
+/// Requests are collected (headers, query, body up to the limit) and handed to the middleware
+/// chain as a plain `HTTPRequest` on the worker thread. Its `Reply` is sent in one of three
+/// ways: `now` is queued on the same call; a `stream` parks whenever it has nothing to send;
+/// `later` parks the connection (suspends it) until its `DeferredAnswer` is resolved, which
+/// resumes it, and the answer is sent from the resumed call (parked answers never time out).
 ///
-/// Thread-safety: `handler` runs concurrently on all worker threads. The
+/// Thread-safety: the chain runs concurrently on all worker threads. The
 /// daemon pointer is set by `start()` and cleared by `stop()`, both under `daemon`'s lock.
 /// Lifetime: the daemon must be stopped before this object is released
 /// (callbacks hold it unretained).
 final class HTTPDaemon: Sendable {
-    typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
-
     private let options: HTTPDaemonOptions
-    private let handler: Handler
+    private let chain: MiddlewareChain
     private let daemon = Locked<DaemonHandle?>(nil)
     /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
     /// when stopped with suspended connections).
-    private let streams = Locked(OpenStreams())
-    /// Requests whose answer waited at the gate or was deferred, until libmicrohttpd reports
-    /// them complete (answer sent, or connection gone): `stop()` waits for them, so an answer
-    /// queued just before the stop is sent, not cut off by it.
+    let streams = Locked(OpenStreams())
+    /// Requests whose answer was deferred, until libmicrohttpd reports them complete (answer
+    /// sent, or connection gone): `stop()` waits for them, so an answer queued just before the
+    /// stop is sent, not cut off by it.
     private let held = Locked(0)
     /// Deferred answers whose connections are parked (`stop()` gives up on those left).
     private let parked = Locked<[ObjectIdentifier: DeferredAnswer]>([:])
     /// Notices stream clients that hang up.
-    private let watcher: SocketWatcher
+    let watcher: SocketWatcher
     /// Tells a parked stream when its socket has room for the rest of a direct write.
-    private let writable: SocketWatcher
+    let writable: SocketWatcher
 
-    init(options: HTTPDaemonOptions, handler: @escaping Handler) throws {
+    init(options: HTTPDaemonOptions, chain: MiddlewareChain) throws {
         self.options = options
-        self.handler = handler
+        self.chain = chain
         watcher = try SocketWatcher(.hangup, peerTimeout: options.peerTimeout, logger: options.logger)
         writable = try SocketWatcher(.writable, peerTimeout: options.peerTimeout, logger: options.logger)
     }
@@ -112,8 +105,8 @@ final class HTTPDaemon: Sendable {
     }
 
     /// Ends every event stream (and any that opens from now on), waits for them and for
-    /// answers held at the gate (at most `grace`), then closes every connection. Idempotent.
-    /// Answers still held after `grace` (their commits keep failing) are abandoned: their
+    /// deferred answers (at most `grace`), then closes every connection. Idempotent. Answers
+    /// still deferred after `grace` (their commits keep failing) are given up: their
     /// connections close unanswered (libmicrohttpd aborts if stopped with suspended ones).
     ///
     /// `MHD_quiesce_daemon` is not used: in 0.9.75 it races with epoll workers removing the
@@ -134,8 +127,7 @@ final class HTTPDaemon: Sendable {
         for stream in streams.withLock({ Array($0.open.values) }) { stream.abort() }
         Self.wait(for: .seconds(2), while: streamsOpen)
         if answersHeld() {
-            options.gate?.abandon()
-            for answer in parked.withLock({ Array($0.values) }) { answer.resolve { nil } }
+            for answer in parked.withLock({ Array($0.values) }) { answer.resolve(with: nil) }
             Self.wait(for: .seconds(2), while: answersHeld)
         }
         MHD_stop_daemon(handle.pointer)
@@ -213,73 +205,47 @@ final class HTTPDaemon: Sendable {
         fields.headers.requestID = pending.requestID
         swap(&pending.headers, &fields.headers)  // moved, not copied
         swap(&pending.query, &fields.query)
-        if let length = fields.contentLength.flatMap(Int.init), length > options.maxBodyBytes {
-            // Answering before the body is read makes libmicrohttpd close the connection afterwards: intended here.
-            let answer = APIError.payloadTooLarge(limit: options.maxBodyBytes).response
-            return queue(answer, connection, requestID: pending.requestID)
-        }
-        return .YES
-    }
-
-    /// Last call: the whole request is in; answer it (or hold the answer at the gate). Called
-    /// once more after a held connection is resumed: the held answer goes then.
-    private func finish(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
-        if let deferred = pending.deferred {
-            pending.deferred = nil
-            parked.withLock { $0[ObjectIdentifier(deferred)] = nil }
-            unwatch(pending)
-            return deliver(deferred.take()?(), pending, connection)
-        }
-        if let answer = pending.held {
-            pending.held = nil
-            switch pending.verdict {
-            case .abandoned: return .NO  // closed unanswered: durability unknown
-            case .refused(let error): return answered(pending, error.response, connection)
-            case .passed, .parked: return answered(pending, answer, connection)
-            }
-        }
-        if let rejection = pending.rejection { return answered(pending, rejection.response, connection) }
-        // Moved into the request, not copied: nothing reads them here again, and a stream's
-        // pending request (it lives as long as the stream) keeps none of it: idle streams stay small.
-        var (query, headers, body) = ([String: String](), HTTPHeaders(), [UInt8]())
-        swap(&query, &pending.query)
-        swap(&headers, &pending.headers)
-        swap(&body, &pending.body)
-        let request = HTTPRequest(
-            method: HTTPMethod(rawValue: pending.method), path: pending.path, rawQuery: consume query,
-            headers: consume headers, body: consume body)
-        let answer = handler(request)
-        if let deferred = answer.deferred {
-            pending.route = answer.route
-            return awaitAnswer(deferred, pending, connection)
-        }
-        if let ticket = answer.holdUntil, let gate = options.gate {
-            pending.held = answer
-            pending.connection = ConnectionHandle(pointer: connection)
-            let decision = gate.hold(pending, until: ticket) {
-                countHeld(pending)
-                MHD_suspend_connection(connection)
-            }
-            switch decision {
-            case .parked: return .YES
-            case .abandoned: return .NO
-            case .refused(let error):
-                pending.held = nil
-                return answered(pending, error.response, connection)
-            case .passed: pending.held = nil
-            }
+        guard let length = fields.contentLength.flatMap(Int.init), length > options.maxBodyBytes else { return .YES }
+        // Answering before the body is read makes libmicrohttpd close the connection afterwards:
+        // intended here. Through the middleware (CORS headers, figures), unless it would wait.
+        let rejection = APIError.payloadTooLarge(limit: options.maxBodyBytes)
+        pending.rejection = rejection
+        guard case .now(let answer) = chain.respond(pending.takeRequest(), pending) else {
+            return answered(pending, rejection.response, connection)
         }
         return answered(pending, answer, connection)
     }
 
-    /// Parks the connection until a deferred answer is known (or answers at once if it is).
+    /// Last call: the whole request is in; answer it. Called once more when a parked
+    /// connection is resumed: its deferred answer goes then.
+    private func finish(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
+        if case .parked(let deferred) = pending.phase {
+            pending.phase = .reading
+            parked.withLock { $0[ObjectIdentifier(deferred)] = nil }
+            unwatch(pending)
+            return send(deferred.take(), pending, connection)
+        }
+        return send(chain.respond(pending.takeRequest(), pending), pending, connection)
+    }
+
+    /// Sends a reply (nil: closes the connection unanswered).
+    private func send(_ reply: Reply?, _ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
+        switch reply {
+        case .now(let answer): answered(pending, answer, connection)
+        case .stream(let head, let body): queueStream(body, head, pending, connection) ? .YES : .NO
+        case .later(let deferred): park(pending, connection, until: deferred)
+        case nil: .NO
+        }
+    }
+
+    /// Parks the connection until a deferred answer is known (or sends it at once if it is).
     /// A parked answer that asks for it (`DeferredAnswer.onHangup`) has its socket watched: a
     /// client that hangs up meanwhile is heard at once.
-    private func awaitAnswer(_ deferred: DeferredAnswer, _ pending: PendingRequest, _ connection: OpaquePointer)
+    private func park(_ pending: PendingRequest, _ connection: OpaquePointer, until deferred: DeferredAnswer)
         -> MHD_Result
     {
         let handle = ConnectionHandle(pointer: connection)
-        pending.deferred = deferred
+        pending.phase = .parked(deferred)
         let ready = deferred.hold {
             countHeld(pending)
             parked.withLock { $0[ObjectIdentifier(deferred)] = deferred }
@@ -298,21 +264,8 @@ final class HTTPDaemon: Sendable {
             }
             return .YES
         }
-        pending.deferred = nil
-        return deliver(ready(), pending, connection)
-    }
-
-    /// Sends what a deferred answer's producer made (nil: close unanswered). The answer may be
-    /// deferred in turn: a cluster read (deferred until the node caught up) that is a poll
-    /// waiting for its first event.
-    private func deliver(_ produced: HTTPResponse?, _ pending: PendingRequest, _ connection: OpaquePointer)
-        -> MHD_Result
-    {
-        guard var answer = produced else { return .NO }
-        if answer.route != .unrouted { pending.route = answer.route }
-        answer.route = pending.route
-        if let next = answer.deferred { return awaitAnswer(next, pending, connection) }
-        return answered(pending, answer, connection)
+        pending.phase = .reading
+        return send(ready, pending, connection)
     }
 
     /// Counts a request as held (once, however often its answer is deferred again) until
@@ -330,17 +283,27 @@ final class HTTPDaemon: Sendable {
         watcher.unwatch(socket, token: token)
     }
 
-    /// Queues a request's answer, reports its latency, and logs it (at debug level: one line per
-    /// request, with its id).
+    /// Tells the middleware of an answer as it is sent, and logs it (at debug level: one line
+    /// per request, with its id).
+    func report(_ pending: PendingRequest, status: Int) {
+        chain.answered(status, pending)
+        options.logger.debug(
+            "\(pending.method) \(pending.path) \(status)", metadata: pending.logMetadata(status: status))
+    }
+
+    /// Queues a complete answer, with the headers the middleware gave the request and its id.
     private func answered(_ pending: PendingRequest, _ answer: HTTPResponse, _ connection: OpaquePointer)
         -> MHD_Result
     {
-        if let onAnswer = options.onAnswer {
-            onAnswer(answer.route, answer.status, BootClock.seconds(since: pending.started))
+        report(pending, status: answer.status)
+        let created = answer.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
         }
-        options.logger.debug(
-            "\(pending.method) \(pending.path) \(answer.status)", metadata: pending.logMetadata(answer))
-        return queue(answer, connection, requestID: pending.requestID, framing: pending.framing)
+        guard let created else { return .NO }
+        defer { MHD_destroy_response(created) }
+        Self.addHeaders(of: answer, pending, to: created)
+        return MHD_queue_response(connection, UInt32(answer.status), created)
     }
 
     /// How libmicrohttpd frames a stream for a request of `version`: chunks for HTTP/1.1, raw
@@ -352,40 +315,15 @@ final class HTTPDaemon: Sendable {
         return .daemonOnly
     }
 
-    /// Queues any answer: every one passes here, so every one gets the CORS headers and the
-    /// request's id.
-    private func queue(
-        _ response: HTTPResponse, _ connection: OpaquePointer, requestID: String,
-        framing: StreamConnection.Framing = .daemonOnly
-    ) -> MHD_Result {
-        // Looked up here: a stream's request headers are dropped before it is queued. Added
-        // after the answer's own, without copying the answer.
-        let corsHeaders = options.cors?.answerHeaders(origin: header(connection, "Origin")) ?? []
-        if let body = response.stream {
-            return queueStream(body, response, corsHeaders, requestID, connection, framing: framing)
-        }
-        let created = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-        }
-        guard let created else { return .NO }
-        defer { MHD_destroy_response(created) }
-        Self.addHeaders(of: response, corsHeaders, requestID, to: created)
-        return MHD_queue_response(connection, UInt32(response.status), created)
-    }
-
-    /// Adds an answer's `Content-Type` (when it has one) and headers, then the CORS ones and
-    /// `X-Request-Id`.
-    private static func addHeaders(
-        of answer: HTTPResponse, _ corsHeaders: [(name: String, value: String)], _ requestID: String,
-        to response: OpaquePointer
-    ) {
+    /// Adds an answer's `Content-Type` (when it has one) and headers, then those the middleware
+    /// gave its request (CORS) and `X-Request-Id`.
+    static func addHeaders(of answer: HTTPResponse, _ pending: PendingRequest, to response: OpaquePointer) {
         if !answer.contentType.isEmpty {
             answer.contentType.withCString { _ = MHD_add_response_header(response, contentType, $0) }
         }
         for (name, value) in answer.headers { add(name, value, to: response) }
-        for (name, value) in corsHeaders { add(name, value, to: response) }
-        add("X-Request-Id", requestID, to: response)
+        for (name, value) in pending.answerHeaders { add(name, value, to: response) }
+        add("X-Request-Id", pending.requestID, to: response)
     }
 
     /// Adds one header. `withCString`: passing the strings themselves would copy each into a
@@ -394,76 +332,6 @@ final class HTTPDaemon: Sendable {
         name.withCString { name in
             value.withCString { value in _ = MHD_add_response_header(response, name, value) }
         }
-    }
-
-    // MARK: - Event streams
-
-    private func queueStream(
-        _ body: any StreamBody, _ response: HTTPResponse, _ corsHeaders: [(name: String, value: String)],
-        _ requestID: String, _ connection: OpaquePointer, framing: StreamConnection.Framing
-    ) -> MHD_Result {
-        let handle = ConnectionHandle(pointer: connection)
-        let socket = cmhd_connection_socket(connection)
-        let stream = StreamConnection(
-            body: body, socket: socket, framing: framing, writable: writable,
-            suspend: { MHD_suspend_connection(handle.pointer) }, resume: { MHD_resume_connection(handle.pointer) })
-        var watch: UInt64?
-        if socket >= 0 { watch = watcher.watch(socket) { [weak stream] in stream?.abort() } }
-        let context = Unmanaged.passRetained(StreamContext(stream: stream, daemon: self, watch: watch)).toOpaque()
-        guard
-            let created = cmhd_create_stream_response(
-                framing == .chunked ? 1 : Self.streamBlockBytes, Self.streamReader, context, Self.streamFreed)
-        else {
-            Unmanaged<StreamContext>.fromOpaque(context).release()
-            if let watch { watcher.unwatch(socket, token: watch) }
-            stream.finish()  // the stream leaves the counts it entered when it was opened
-            return .NO
-        }
-        defer { MHD_destroy_response(created) }
-        let registered = streams.withLock { streams in
-            guard !streams.stopping else { return false }
-            streams.open[ObjectIdentifier(stream)] = stream
-            return true
-        }
-        if !registered { stream.stop() }  // the daemon is stopping: it ends at its first read
-        body.start(
-            StreamControl(wake: { [weak stream] in stream?.wake() }, abort: { [weak stream] in stream?.abort() }))
-        Self.addHeaders(of: response, corsHeaders, requestID, to: created)
-        return MHD_queue_response(connection, UInt32(response.status), created)
-    }
-
-    /// `Content-Type` as a C string in the binary (a Swift string this short would be copied
-    /// into a new buffer for every call).
-    private static var contentType: UnsafePointer<CChar> {
-        let name: StaticString = "Content-Type"
-        return UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)
-    }
-
-    /// The buffer libmicrohttpd allocates (zeroed) with each stream's response. Chunked (HTTP/1.1)
-    /// streams never use it: they are read straight into the connection's own buffer, so theirs
-    /// is 1 byte (libmicrohttpd refuses 0). Only a stream without chunks (HTTP/1.0) reads
-    /// through it, in pieces of this size. Small keeps idle streams cheap.
-    private static let streamBlockBytes = 256
-
-    /// Called when the socket can take more of a stream.
-    private static let streamReader: MHD_ContentReaderCallback = { context, _, buffer, max in
-        guard let context, let buffer else { return -1 }
-        let stream = Unmanaged<StreamContext>.fromOpaque(context).takeUnretainedValue().stream
-        return stream.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
-    }
-
-    /// Called once when a stream's connection ends, before libmicrohttpd closes its socket:
-    /// stops watching the socket, releases the stream and tells its body.
-    private static let streamFreed: MHD_ContentReaderFreeCallback = { context in
-        guard let context else { return }
-        let box = Unmanaged<StreamContext>.fromOpaque(context).takeRetainedValue()
-        if let watch = box.watch { box.daemon.watcher.unwatch(box.stream.socket, token: watch) }
-        box.daemon.streams.withLock { $0.open[ObjectIdentifier(box.stream)] = nil }
-        box.stream.finish()
-    }
-
-    private func header(_ connection: OpaquePointer, _ name: String) -> String? {
-        MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
     }
 
     /// Collects a request's fields into a `RequestFields` (one thread, one call). The first of
@@ -483,42 +351,6 @@ final class HTTPDaemon: Sendable {
     }
 }
 
-/// What the daemon reads of a request's headers and query, gathered in one pass.
-private struct RequestFields {
-    var headers = HTTPHeaders()
-    var contentLength: String?
-    var query: [String: String] = [:]
-
-    /// Keeps `value` if `name` (any case) is a header the service reads and it is its first
-    /// (made a `String` only then: most headers are not read).
-    mutating func setHeader(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
-        func first(_ field: inout String?) { if field == nil { field = Self.text(value) } }
-        switch name.count {
-        case 6 where ASCII.equalsLowercased(name, "accept"): first(&headers.accept)
-        case 6 where ASCII.equalsLowercased(name, "origin"): first(&headers.origin)
-        case 10 where ASCII.equalsLowercased(name, "obs-client"): first(&headers.client)
-        case 12 where ASCII.equalsLowercased(name, "content-type"): first(&headers.contentType)
-        case 12 where ASCII.equalsLowercased(name, "x-request-id"): first(&headers.requestID)
-        case 13 where ASCII.equalsLowercased(name, "authorization"): first(&headers.authorization)
-        case 13 where ASCII.equalsLowercased(name, "last-event-id"): first(&headers.lastEventID)
-        case 14 where ASCII.equalsLowercased(name, "content-length"): first(&contentLength)
-        case 15 where ASCII.equalsLowercased(name, "idempotency-key"): first(&headers.idempotencyKey)
-        case 29 where ASCII.equalsLowercased(name, "access-control-request-method"): first(&headers.corsRequestMethod)
-        default: break
-        }
-    }
-
-    /// A value as a string; the one Content-Type nearly every write carries is a constant
-    /// (a string that long would otherwise take an allocation per request).
-    static func text(_ bytes: UnsafeRawBufferPointer) -> String {
-        let json: StaticString = "application/json"
-        if bytes.count == json.utf8CodeUnitCount, json.withUTF8Buffer({ $0.elementsEqual(bytes) }) {
-            return "application/json"
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
 /// Why the daemon could not start.
 struct HTTPDaemonError: Error, CustomStringConvertible {
     let message: String
@@ -531,95 +363,11 @@ private struct DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
-/// The open event streams, and whether the daemon is stopping (then no stream may park).
-private struct OpenStreams {
-    var open: [ObjectIdentifier: StreamConnection] = [:]
-    var stopping = false
-}
-
-/// What a stream's reader and free callbacks need.
-private final class StreamContext: Sendable {
-    let stream: StreamConnection
-    let daemon: HTTPDaemon
-    /// The hang-up watcher's token for the stream's socket.
-    let watch: UInt64?
-
-    init(stream: StreamConnection, daemon: HTTPDaemon, watch: UInt64?) {
-        self.stream = stream
-        self.daemon = daemon
-        self.watch = watch
-    }
-}
-
-/// A connection pointer captured by a stream's suspend/resume functions, or kept by an
-/// answer held at the gate (which resumes it).
-private struct ConnectionHandle: @unchecked Sendable {
+/// A connection pointer captured by a stream's suspend/resume functions, or by a deferred
+/// answer's release (which resumes it).
+struct ConnectionHandle: @unchecked Sendable {
     // Unchecked: libmicrohttpd allows resuming from any thread; StreamConnection calls
-    // suspend and resume only under its own lock, and the gate resumes a held answer's
-    // connection once, under its lock, after the event loop suspended it: uses never overlap.
+    // suspend and resume only under its own lock, and a deferred answer resumes its
+    // connection once, after the event loop suspended it under the answer's lock: uses never overlap.
     let pointer: OpaquePointer
-}
-
-/// One request's state between libmicrohttpd's calls (headers, body chunks, answer).
-///
-/// Unchecked Sendable: libmicrohttpd calls back for one connection on one
-/// thread at a time, so the fields are never touched concurrently. The one call from
-/// elsewhere, the gate's `release`, comes while the connection is suspended
-/// (libmicrohttpd calls nothing for it until the resume that call makes).
-private final class PendingRequest: HeldAnswer, @unchecked Sendable {
-    let method: String
-    let path: String
-    /// How a stream answer would be framed (from the request's HTTP version).
-    let framing: StreamConnection.Framing
-    // Unchecked exclusivity: libmicrohttpd hands a request to one callback at a time, and
-    // these are changed in place on every request (the body appended, all three moved out):
-    // the run-time check cost about 200 instructions a request.
-    @exclusivity(unchecked) var headers = HTTPHeaders()
-    /// Query arguments as libmicrohttpd hands them over (still percent-encoded).
-    @exclusivity(unchecked) var query: [String: String] = [:]
-    @exclusivity(unchecked) var body: [UInt8] = []
-    var rejection: APIError?
-    /// The answer, while it waits at the gate.
-    var held: HTTPResponse?
-    /// The gate's verdict on the held answer, once it is released.
-    var verdict = GateVerdict.parked
-    /// The connection, set when its answer is held at the gate (for the gate's resume).
-    var connection: ConnectionHandle?
-    /// Counted in the daemon's `held` (its answer waited), until it completes.
-    var countedHeld = false
-    /// The answer that comes later, while the connection is parked for it, and its route.
-    var deferred: DeferredAnswer?
-    var route = RouteLabel.unrouted
-    /// `X-Request-Id`: the client's, or one made when the headers arrived.
-    var requestID = ""
-    /// The hang-up watcher's token for the socket, while a parked answer asks for it.
-    var watch: (socket: Int32, token: UInt64)?
-    let started = BootClock.nanoseconds
-
-    init(method: String, path: String, framing: StreamConnection.Framing) {
-        self.method = method
-        self.path = path
-        self.framing = framing
-    }
-
-    /// The gate's verdict on the held answer (on the gate's thread; the connection is
-    /// suspended, so libmicrohttpd does not touch this request meanwhile).
-    func release(_ verdict: GateVerdict) {
-        self.verdict = verdict
-        if let connection { MHD_resume_connection(connection.pointer) }
-    }
-
-    /// What the log line of an answered request says besides its message: the request's id,
-    /// the answer's route and status, the milliseconds it took, and the observer its path names.
-    func logMetadata(_ answer: HTTPResponse) -> Logger.Metadata {
-        var metadata: Logger.Metadata = [
-            "requestId": .string(requestID), "route": .string(answer.route.name), "status": "\(answer.status)",
-            "ms": "\(Double(BootClock.nanoseconds - started) / 1e6)",
-        ]
-        let observers = "/v1/observers/"
-        if path.hasPrefix(observers), let id = path.dropFirst(observers.count).split(separator: "/").first {
-            metadata["observer"] = .string(PercentDecoding.decode(String(id)))
-        }
-        return metadata
-    }
 }

@@ -1,21 +1,12 @@
 import ObservationCore
 
-/// An HTTP response with a complete body.
+/// A complete HTTP answer: status, headers and body (the head of a stream, whose body is the
+/// stream: see `Reply`).
 struct HTTPResponse: Sendable {
     var status: Int
     var contentType: String
     var headers: [(name: String, value: String)] = []
     var body: [UInt8]
-    /// When set, the body is this stream instead of `body`.
-    var stream: (any StreamBody)?
-    /// When set, the answer waits until the daemon's `ResponseGate` passes this ticket (the
-    /// journal position of what it reports, `Store.submit`).
-    var holdUntil: Int?
-    /// When set, the real answer comes later, from this (the rest of this response is unused).
-    var deferred: DeferredAnswer?
-    /// The route that answered (`GET /v1/objects/{id}`), for latency figures.
-    var route = RouteLabel.unrouted
-
     static let jsonContentType = "application/json; charset=utf-8"
 
     /// A JSON response whose body `write` produces.
@@ -37,27 +28,11 @@ struct HTTPResponse: Sendable {
         }
     }
 
-    /// An event stream fed by `stream`: `text/event-stream`, or `application/x-ndjson`. Never
-    /// stored or buffered by caches and proxies (section 7.2).
-    static func eventStream(_ stream: any StreamBody, ndjson: Bool = false) -> HTTPResponse {
-        var response = HTTPResponse(
-            status: 200, contentType: ndjson ? "application/x-ndjson" : "text/event-stream", body: [], stream: stream)
-        response.headers = [("Cache-Control", "no-store"), ("X-Accel-Buffering", "no")]
-        return response
-    }
-
     /// Adds a member to a JSON object body (the token a creation answer shows once).
     mutating func insertMember(_ key: String, _ value: JSON) {
         guard case .object(var members)? = try? JSONParser.parse(body) else { return }
         members[key] = value
         body = JSON.object(members).encoded()
-    }
-
-    /// An answer that `answer` provides later (see `DeferredAnswer`).
-    static func deferred(_ answer: DeferredAnswer) -> HTTPResponse {
-        var response = HTTPResponse(status: 0, contentType: "", body: [])
-        response.deferred = answer
-        return response
     }
 
     /// 204 No Content.

@@ -16,7 +16,7 @@ struct RouteParameters: Sendable {
 }
 
 /// A route handler: throws `APIError` or `CoreError` for error answers.
-typealias RouteHandler = @Sendable (HTTPRequest, RouteParameters) throws -> HTTPResponse
+typealias RouteHandler = @Sendable (HTTPRequest, RouteParameters) throws -> Reply
 
 /// Collects routes; `build()` freezes them into an immutable `Router`.
 struct RouterBuilder {
@@ -98,20 +98,23 @@ struct Router: Sendable {
     let fallback: RouteHandler?
     let logger: Logger
 
-    func respond(to request: HTTPRequest) -> HTTPResponse {
+    /// The answer of the route that matches (405 with `Allow`, or 404, when none does); the
+    /// route's label goes to `context` (figures).
+    func respond(to request: HTTPRequest, _ context: any RequestContext) -> Reply {
         let parts = request.segments
         let method = request.method == .head ? HTTPMethod.get : request.method
         let candidates = parts.count < bySegments.count ? bySegments[parts.count] : []
         for route in candidates where route.method == method && route.matches(parts) {
-            let parameters = RouteParameters(segments: parts, positions: route.positions)
-            return run(route.handler, request, parameters, label: route.label)
+            context.route = route.label
+            return run(route.handler, request, RouteParameters(segments: parts, positions: route.positions))
         }
         let allowed = candidates.filter { $0.matches(parts) }.map(\.method)
-        if !allowed.isEmpty { return APIError.methodNotAllowed(request.method, allowed: allowed).response }
+        if !allowed.isEmpty { return .now(APIError.methodNotAllowed(request.method, allowed: allowed).response) }
         if let fallback, method == .get, parts.first != "v1" {
-            return run(fallback, request, RouteParameters(), label: .staticFiles)
+            context.route = .staticFiles
+            return run(fallback, request, RouteParameters())
         }
-        return APIError.routeNotFound(request.path).response
+        return .now(APIError.routeNotFound(request.path).response)
     }
 
     /// Every route as (method, pattern), in registration order (the OpenAPI document's test).
@@ -119,25 +122,20 @@ struct Router: Sendable {
         all.map { ($0.method, $0.pattern) }
     }
 
-    private func run(_ handler: RouteHandler, _ request: HTTPRequest, _ parameters: RouteParameters, label: RouteLabel)
-        -> HTTPResponse
-    {
-        var response: HTTPResponse
+    private func run(_ handler: RouteHandler, _ request: HTTPRequest, _ parameters: RouteParameters) -> Reply {
         do {
-            response = try handler(request, parameters)
+            return try handler(request, parameters)
         } catch let error as APIError {
-            response = error.response
+            return .now(error.response)
         } catch let error as CoreError {
-            response = APIError(error).response
+            return .now(APIError(error).response)
         } catch {
             logger.error(
                 "unexpected error",
                 metadata: [
                     "path": "\(request.path)", "error": "\(error)", "requestId": "\(request.headers.requestID ?? "")",
                 ])
-            response = APIError.internalError.response
+            return .now(APIError.internalError.response)
         }
-        response.route = label
-        return response
     }
 }

@@ -2,22 +2,23 @@ import ObservationCore
 
 /// Holds answers back until the changes they report are durable.
 ///
-/// A write's answer carries a ticket (the journal position it reports, `Store.submit`); the
-/// committer opens the gate up to each position it made durable, or refuses the positions it
-/// rolled back (those are never given again, so a refused ticket stays refused). Parking and
-/// releasing happen under this gate's lock, so an answer is never released before it was parked.
+/// A write's answer comes with a ticket (the journal position it reports, `Store.submit`);
+/// the committer opens the gate up to each position it made durable, or refuses the positions
+/// it rolled back (those are never given again, so a refused ticket stays refused). An answer
+/// that must wait is a `DeferredAnswer`, resolved after the gate's lock is released.
 ///
-/// Thread-safety: one lock; `release` is called under it (it only resumes a connection).
-final class CommitGate: ResponseGate {
+/// Thread-safety: one lock, over the state below; nothing is called under it.
+final class CommitGate: Sendable {
     private struct Waiter {
         let ticket: Int
-        let answer: any HeldAnswer
+        let answer: DeferredAnswer
+        let response: HTTPResponse
         let since: ContinuousClock.Instant
     }
 
     private struct State {
         var durable = 0
-        /// In the order they were parked; kept in place (its storage is reused, not reallocated).
+        /// In the order they were parked.
         var waiting: [Waiter] = []
         /// Positions rolled back, with the answer their tickets get (one range per rollback).
         var refused: [(positions: ClosedRange<Int>, error: APIError)] = []
@@ -33,51 +34,69 @@ final class CommitGate: ResponseGate {
         state = Locked(initial)
     }
 
-    func hold(_ answer: any HeldAnswer, until ticket: Int, park: () -> Void) -> GateVerdict {
+    /// `response` now when `ticket` is durable (or its refusal, when it was rolled back);
+    /// else later, once it is. After `abandon`, a waiting answer is never sent.
+    func hold(_ response: HTTPResponse, until ticket: Int) -> Reply {
         state.withLock { state in
-            guard ticket > state.durable else { return .passed }
+            guard ticket > state.durable else { return .now(response) }
             if let refused = state.refused.last(where: { $0.positions.contains(ticket) }) {
-                return .refused(refused.error)
+                return .now(refused.error.response)
             }
-            guard !state.abandoned else { return .abandoned }
-            park()
-            state.waiting.append(Waiter(ticket: ticket, answer: answer, since: .now))
-            return .parked
+            let answer = DeferredAnswer()
+            if state.abandoned {
+                answer.resolve(with: nil)
+            } else {
+                state.waiting.append(Waiter(ticket: ticket, answer: answer, response: response, since: .now))
+            }
+            return .later(answer)
         }
     }
 
-    /// Everything up to `position` is durable: releases the answers waiting for it.
+    /// Everything up to `position` is durable: answers the writes waiting for it.
     func open(through position: Int) {
-        state.withLock { state in
+        let passed = state.withLock { state in
             state.durable = max(state.durable, position)
-            let durable = state.durable
-            for waiter in state.waiting where waiter.ticket <= durable { waiter.answer.release(.passed) }
-            state.waiting.removeAll { $0.ticket <= durable }
+            return state.waiting.take { $0.ticket <= position }
         }
+        for waiter in passed { waiter.answer.resolve(with: .now(waiter.response)) }
     }
 
     /// The changes after the durable position, up to `position`, were rolled back: their
-    /// answers (waiting, and any still on their way to the gate) get `error`.
+    /// answers (waiting, and any still on their way to the gate) are `error`.
     func refuse(through position: Int, with error: APIError) {
-        state.withLock { state in
-            guard position > state.durable else { return }
+        let refused = state.withLock { state -> [Waiter] in
+            guard position > state.durable else { return [] }
             state.refused.append((state.durable + 1...position, error))
-            for waiter in state.waiting where waiter.ticket <= position { waiter.answer.release(.refused(error)) }
-            state.waiting.removeAll { $0.ticket <= position }
+            return state.waiting.take { $0.ticket <= position }
         }
+        for waiter in refused { waiter.answer.resolve(with: .now(error.response)) }
     }
 
-    /// Shutdown while commits fail: the answers still waiting will never be known durable.
+    /// Shutdown while commits fail: the answers still waiting will never be known durable, and
+    /// close unanswered.
     func abandon() {
-        state.withLock { state in
+        let abandoned = state.withLock { state in
             state.abandoned = true
-            for waiter in state.waiting { waiter.answer.release(.abandoned) }
-            state.waiting = []
+            return state.waiting.take { _ in true }
         }
+        for waiter in abandoned { waiter.answer.resolve(with: nil) }
     }
 
     var durable: Int { state.withLock { $0.durable } }
 
     /// Since when the longest-waiting answer waits (nil: none waits).
     var oldestWait: ContinuousClock.Instant? { state.withLock { $0.waiting.first?.since } }
+}
+
+extension Array {
+    /// Removes the elements that satisfy `taken`, in order, and returns them (the rest keep theirs).
+    fileprivate mutating func take(where taken: (Element) -> Bool) -> [Element] {
+        var out: [Element] = []
+        removeAll { element in
+            guard taken(element) else { return false }
+            out.append(element)
+            return true
+        }
+        return out
+    }
 }

@@ -35,7 +35,7 @@ final class WaitingPoll: Sendable {
     let answer: DeferredAnswer
     private let log: EventLog
     private let cursor: Int
-    private let produce: @Sendable () -> HTTPResponse
+    private let produce: @Sendable () -> Reply
     private let close: @Sendable () -> Void
     private let polls: WaitingPolls
     private let state = Locked(State())
@@ -44,7 +44,7 @@ final class WaitingPoll: Sendable {
     /// its answer, `close` runs once when it ends.
     init(
         log: EventLog, cursor: Int, deadline: ContinuousClock.Instant, polls: WaitingPolls,
-        produce: @escaping @Sendable () -> HTTPResponse, close: @escaping @Sendable () -> Void
+        produce: @escaping @Sendable () -> Reply, close: @escaping @Sendable () -> Void
     ) {
         self.key = polls.nextKey()
         self.log = log
@@ -85,9 +85,10 @@ final class WaitingPoll: Sendable {
         case .answer: answer.resolve(produce)
         case .unavailable:
             answer.resolve(
-                with: APIError(ClusterNode.unavailable("the node is not connected to the cluster's database now"))
-                    .response)
-        case .hangup: answer.resolve { nil }
+                with: .now(
+                    APIError(ClusterNode.unavailable("the node is not connected to the cluster's database now"))
+                        .response))
+        case .hangup: answer.resolve(with: nil)
         }
     }
 }

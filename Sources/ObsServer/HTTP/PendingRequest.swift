@@ -1,0 +1,73 @@
+import Logging
+
+/// One request's state between libmicrohttpd's calls: its headers, query and body as they
+/// arrive, then where its answer stands; and its `RequestContext` for the layers that answer it.
+///
+/// Unchecked Sendable: libmicrohttpd calls back for one connection on one thread at a time,
+/// and a parked connection's request is touched again only once it is resumed, so the fields
+/// are never touched concurrently.
+final class PendingRequest: RequestContext, @unchecked Sendable {
+    /// Where the request's answer stands.
+    enum Phase {
+        /// Headers and body arriving; then handled (the answer sent, or a stream).
+        case reading
+        /// The connection is parked until this answer is known.
+        case parked(DeferredAnswer)
+    }
+
+    let method: String
+    let path: String
+    /// How a stream answer would be framed (from the request's HTTP version).
+    let framing: StreamConnection.Framing
+    // Unchecked exclusivity: libmicrohttpd hands a request to one callback at a time, and
+    // these are changed in place on every request (the body appended, all three moved out):
+    // the run-time check cost about 200 instructions a request.
+    @exclusivity(unchecked) var headers = HTTPHeaders()
+    /// Query arguments as libmicrohttpd hands them over (still percent-encoded).
+    @exclusivity(unchecked) var query: [String: String] = [:]
+    @exclusivity(unchecked) var body: [UInt8] = []
+    var phase = Phase.reading
+    var rejection: APIError?
+    /// Counted in the daemon's `held` (its answer waited), until it completes.
+    var countedHeld = false
+    var route = RouteLabel.unrouted
+    var answerHeaders: [(name: String, value: String)] = []
+    /// `X-Request-Id`: the client's, or one made when the headers arrived.
+    var requestID = ""
+    /// The hang-up watcher's token for the socket, while a parked answer asks for it.
+    var watch: (socket: Int32, token: UInt64)?
+    let started = BootClock.nanoseconds
+
+    init(method: String, path: String, framing: StreamConnection.Framing) {
+        self.method = method
+        self.path = path
+        self.framing = framing
+    }
+
+    /// The request as the handlers see it, its headers, query and body moved into it (not
+    /// copied: nothing reads them here again, and a stream's pending request, which lives as
+    /// long as the stream, keeps none of it: idle streams stay small).
+    func takeRequest() -> HTTPRequest {
+        var (query, headers, body) = ([String: String](), HTTPHeaders(), [UInt8]())
+        swap(&query, &self.query)
+        swap(&headers, &self.headers)
+        swap(&body, &self.body)
+        return HTTPRequest(
+            method: HTTPMethod(rawValue: method), path: path, rawQuery: consume query, headers: consume headers,
+            body: consume body)
+    }
+
+    /// What the log line of an answered request says besides its message: the request's id,
+    /// the answer's route and status, the milliseconds it took, and the observer its path names.
+    func logMetadata(status: Int) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "requestId": .string(requestID), "route": .string(route.name), "status": "\(status)",
+            "ms": "\(Double(BootClock.nanoseconds - started) / 1e6)",
+        ]
+        let observers = "/v1/observers/"
+        if path.hasPrefix(observers), let id = path.dropFirst(observers.count).split(separator: "/").first {
+            metadata["observer"] = .string(PercentDecoding.decode(String(id)))
+        }
+        return metadata
+    }
+}

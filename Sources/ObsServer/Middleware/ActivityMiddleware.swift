@@ -1,0 +1,24 @@
+/// Counts requests, and marks the server busy when each is answered: quiet for `idle`
+/// postings counts from the moment an answer is ready, not from arrival.
+struct ActivityMiddleware: Middleware {
+    let counters: ServiceCounters
+
+    func handle(_ request: HTTPRequest, _ context: any RequestContext, next: @escaping Responder) -> Reply {
+        counters.recordRequest()
+        defer { counters.recordActivity() }
+        return next(request, context)
+    }
+}
+
+/// Latency figures by route and status, taken when the answer is sent (however late).
+struct MetricsMiddleware: Middleware {
+    let metrics: RequestMetrics
+
+    func handle(_ request: HTTPRequest, _ context: any RequestContext, next: @escaping Responder) -> Reply {
+        next(request, context)
+    }
+
+    func answered(_ status: Int, _ context: any RequestContext) {
+        metrics.record(route: context.route, status: status, seconds: BootClock.seconds(since: context.started))
+    }
+}
