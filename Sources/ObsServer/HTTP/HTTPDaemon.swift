@@ -554,8 +554,8 @@ private final class StreamContext: Sendable {
 /// A connection pointer captured by a stream's suspend/resume functions, or kept by an
 /// answer held at the gate (which resumes it).
 private struct ConnectionHandle: @unchecked Sendable {
-    // Unchecked: libmicrohttpd allows resuming from any thread; StreamConnection calls
-    // suspend and resume only under its own lock, and the gate resumes a held answer's
+    // Unchecked: libmicrohttpd allows resuming from any thread; StreamConnection suspends in
+    // its reader and resumes once per suspension, after it (its state), and the gate resumes a held answer's
     // connection once, under its lock, after the event loop suspended it: uses never overlap.
     let pointer: OpaquePointer
 }
