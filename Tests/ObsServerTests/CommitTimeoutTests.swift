@@ -66,38 +66,4 @@ struct CommitTimeoutTests {
         #expect(try restored.value(of: "a", at: "n").value == 5)
         for writer in 1...4 { #expect(throws: CoreError.self) { try restored.object("w\(writer)") } }
     }
-
-    @Test("the commit gate refuses every ticket of a rolled-back range, parked or still on its way")
-    func gateRefusesRolledBackTickets() throws {
-        let gate = CommitGate(durable: 10)
-        let written = HTTPResponse.json(["ok": true])
-        let parked = try #require(deferred(gate.hold(written, until: 12)))
-        gate.refuse(through: 13, with: APIError(status: 503, code: "unavailable", message: "undone"))
-        #expect(status(of: parked) == 503)
-        #expect(status(gate.hold(written, until: 13)) == 503, "a late answer of the range")
-        #expect(status(gate.hold(written, until: 9)) == 200, "durable already")
-        let later = try #require(deferred(gate.hold(written, until: 14)), "positions after the range are new changes")
-        gate.open(through: 13)
-        #expect(status(of: later) == nil, "not durable yet")
-        gate.open(through: 14)
-        #expect(status(of: later) == 200)
-    }
-}
-
-/// The deferred answer of a `later` reply (nil: the reply is not `later`).
-private func deferred(_ reply: Reply) -> DeferredAnswer? {
-    guard case .later(let answer) = reply else { return nil }
-    return answer
-}
-
-/// The status of a reply that is `now` (nil: it is not).
-private func status(_ reply: Reply?) -> Int? {
-    guard case .now(let response)? = reply else { return nil }
-    return response.status
-}
-
-/// The status a deferred answer was resolved with (nil: not resolved yet).
-private func status(of answer: DeferredAnswer) -> Int? {
-    guard case .some(.some(let reply)) = answer.hold(park: {}, release: {}) else { return nil }
-    return status(reply)
 }

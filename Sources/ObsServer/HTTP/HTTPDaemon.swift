@@ -366,8 +366,9 @@ private struct DaemonHandle: @unchecked Sendable {
 /// A connection pointer captured by a stream's suspend/resume functions, or by a deferred
 /// answer's release (which resumes it).
 struct ConnectionHandle: @unchecked Sendable {
-    // Unchecked: libmicrohttpd allows resuming from any thread; StreamConnection calls
-    // suspend and resume only under its own lock, and a deferred answer resumes its
-    // connection once, after the event loop suspended it under the answer's lock: uses never overlap.
+    // Unchecked: libmicrohttpd allows resuming from any thread; StreamConnection suspends in
+    // its reader and resumes once per suspension, after it (its state), and a deferred answer
+    // resumes its connection once, after the event loop suspended it under the answer's lock:
+    // uses never overlap.
     let pointer: OpaquePointer
 }

@@ -1,26 +1,29 @@
 import Foundation
 import ObservationCore
 
-/// One event-stream connection: its body, and the parked/woken state shared by
-/// libmicrohttpd's reader (on a worker thread), wakers (on any thread) and direct writes.
+/// One event-stream connection: its body, and who has its socket (`StreamConnectionState`),
+/// shared by libmicrohttpd's reader (on a worker thread), wakers (on any thread) and direct
+/// writes.
 ///
 /// **Direct writes.** A parked (suspended) connection is one libmicrohttpd leaves alone: it
 /// has sent all it had and will not touch the socket until resumed. A wake then writes what
 /// the body has straight to the socket, framed as libmicrohttpd would (a chunk for HTTP/1.1,
 /// raw bytes for HTTP/1.0), and the connection stays parked: no resume, no hand-off to the
 /// daemon's thread, one `send` per 16 KiB. A socket that does not take a whole write keeps the
-/// rest here and waits in the `writable` watcher; it is sent before anything else. The
-/// connection is resumed only to end (libmicrohttpd then writes the last chunk and closes).
+/// rest in the state and waits in the `writable` watcher; it is sent before anything else.
+/// The connection is resumed only to end (libmicrohttpd then writes the last chunk and closes).
 ///
-/// Lost wake-ups cannot happen: a reader that found nothing parks only if no wake arrived
-/// since it looked (`notified`), and it checks that under the same lock a waker takes to
-/// resume it or to start writing. At most one thread writes: libmicrohttpd's reader while
-/// the connection is not parked, the one that set `writing` while it is.
+/// **The lock.** Each event takes the lock once, changes the state, and gets back what to do
+/// (suspend, resume, write, watch, shut down), done after the lock is released. The state
+/// makes that safe: a resume is handed out only once the reader's suspend has returned, and
+/// is the last thing done to the socket; a parked socket is written by the one thread the
+/// state gave it to. One call stays under the lock: an abort's `shutdown` of a connection
+/// libmicrohttpd has (see `abort()`).
 ///
 /// Lifetime: `finish()` runs when libmicrohttpd releases the stream, before it closes the
-/// socket; `abort()` and direct writes touch the socket only before that (a parked
-/// connection is only resumed, and so only released, once no write is under way), so they
-/// never reach a descriptor that was closed (and perhaps reused by another connection).
+/// socket; aborts and direct writes touch the socket only before that (a parked connection is
+/// only released once resumed, and the resume comes after them), so they never reach a
+/// descriptor that was closed (and perhaps reused by another connection).
 final class StreamConnection: Sendable {
     /// How bytes go on the wire, as libmicrohttpd frames a body of unknown length.
     enum Framing: Sendable {
@@ -32,24 +35,6 @@ final class StreamConnection: Sendable {
         case daemonOnly
     }
 
-    private struct Flags {
-        var suspended = false
-        var notified = false
-        /// Ends at the next read once nothing is pending (server shutdown).
-        var stopping = false
-        /// Ends at the next read, whatever is pending (the client went away, or fell behind).
-        var aborted = false
-        /// The body said it is over (seen by a direct write): the next read ends the response.
-        var ended = false
-        var finished = false
-        /// A thread is writing to the parked connection's socket.
-        var writing = false
-        /// The part of a direct write the socket did not take yet (sent before anything else).
-        var unsent: [UInt8] = []
-        /// The `writable` watcher's token while `unsent` waits for room.
-        var waitingForRoom: UInt64?
-    }
-
     let body: any StreamBody
     /// The connection's socket (-1 when unknown).
     let socket: Int32
@@ -58,7 +43,7 @@ final class StreamConnection: Sendable {
     private let resume: @Sendable () -> Void
     /// Waits for room on the socket when a direct write was cut short.
     private let writable: SocketWatcher
-    private let flags = Locked(Flags())
+    private let state: Locked<StreamConnectionState>
 
     /// The largest direct write (one chunk, one `send`): a small wake's events go in one.
     private static let directWriteBytes = 16 * 1024
@@ -67,8 +52,8 @@ final class StreamConnection: Sendable {
     /// The size line's room, the payload, the chunk's closing CRLF.
     private static let scratch = ScratchBuffers(byteCount: sizeLineRoom + directWriteBytes + 2, kept: 4)
 
-    /// `suspend` and `resume` park and un-park the connection (the daemon's calls); they are
-    /// only ever called under this object's lock.
+    /// `suspend` and `resume` park and un-park the connection (the daemon's calls): `suspend`
+    /// only on libmicrohttpd's thread, in `read`; `resume` once per suspension, after it.
     init(
         body: any StreamBody, socket: Int32, framing: Framing, writable: SocketWatcher,
         suspend: @escaping @Sendable () -> Void, resume: @escaping @Sendable () -> Void
@@ -79,108 +64,112 @@ final class StreamConnection: Sendable {
         self.writable = writable
         self.suspend = suspend
         self.resume = resume
+        state = Locked(StreamConnectionState(directWrites: self.framing != .daemonOnly))
     }
 
     /// Called by libmicrohttpd when the socket can take more: returns bytes written,
     /// 0 after parking the connection, or -1 to end the response.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         while true {
-            let over = flags.withLock { flags in
-                flags.notified = false
-                return flags.aborted || flags.ended
-            }
-            if over { return -1 }
+            if state.withLock({ $0.readerLooks() }) == .end { return -1 }
             switch body.read(into: buffer) {
             case .bytes(let count): return count
             case .end: return -1
             case .wait:
-                let parked = flags.withLock { flags -> Bool? in
-                    if flags.stopping || flags.aborted { return nil }
-                    if flags.notified { return false }
-                    flags.suspended = true
+                switch state.withLock({ $0.readerFoundNothing() }) {
+                case .end: return -1
+                case .read: continue  // woken while looking: look again
+                case .suspend:
                     suspend()
-                    return true
-                }
-                switch parked {
-                case nil: return -1
-                case true?: return 0
-                case false?: continue  // woken while looking: look again
+                    // A wake that came meanwhile is written now (by this thread) or resumes it.
+                    perform(state.withLock { $0.suspended() })
+                    return 0
                 }
             }
         }
     }
 
     /// Sends what the body has if the connection is parked (directly, or by un-parking it);
-    /// otherwise makes the reader look again.
+    /// otherwise makes the reader or the writer look again.
     func wake() {
-        let write = flags.withLock { flags -> Bool in
-            flags.notified = true
-            guard flags.suspended, !flags.writing, flags.waitingForRoom == nil else { return false }
-            if framing == .daemonOnly || flags.stopping || flags.aborted {
-                flags.suspended = false
-                resume()
-                return false
-            }
-            flags.writing = true
-            return true
-        }
-        if write { writeDirectly() }
+        perform(state.withLock { $0.wake() })
     }
 
     /// Ends the stream at its next read, after what it has pending (server shutdown).
     func stop() {
-        flags.withLock { $0.stopping = true }
-        wake()
+        perform(state.withLock { $0.stop() })
     }
 
     /// Ends the stream now, dropping what it has pending: the client hung up, or fell so far
     /// behind that its next event left the buffer. A parked connection is resumed (its read
-    /// ends it) unless a direct write is under way (the writer resumes it when it sees the
-    /// abort; the shutdown makes its `send` fail at once). A connection blocked on a client
-    /// that does not read (parked with bytes waiting for room, or busy in libmicrohttpd) is
-    /// shut down, so that the next send fails and libmicrohttpd closes the connection.
+    /// ends it); one with a direct write under way is ended by its writer (it shuts the socket
+    /// down, then resumes); one whose rest waits for room is shut down (the client does not
+    /// read: libmicrohttpd's last chunk would wait for it too), then resumed. A connection
+    /// libmicrohttpd has (perhaps blocked on a client that does not read) is shut down, so
+    /// that the next send fails and libmicrohttpd closes the connection.
     func abort() {
-        flags.withLock { flags in
-            guard !flags.finished, !flags.aborted else { return }
-            flags.aborted = true
-            if let token = flags.waitingForRoom {
-                // The client does not read: libmicrohttpd's last chunk would wait for it too.
-                writable.unwatch(socket, token: token)
-                flags.waitingForRoom = nil
-                _ = shutdown(socket, Int32(SHUT_RDWR))
-            }
-            if flags.suspended, !flags.writing {
-                flags.suspended = false
-                resume()
-            } else if socket >= 0 {
-                _ = shutdown(socket, Int32(SHUT_RDWR))
-            }
+        let action = state.withLock { state in
+            let action = state.abort()
+            // Under the lock: once it is released libmicrohttpd may free the connection (the
+            // free callback waits for it) and close the socket, whose number may be reused.
+            if case .shutdownSocket = action { shutdownSocket() }
+            return action
         }
+        perform(action)
     }
 
     /// libmicrohttpd released the stream (its socket closes next): nothing may touch it any more.
     func finish() {
-        flags.withLock { $0.finished = true }
-        body.finish()
+        if state.withLock({ $0.freed() }) { body.finish() }
+    }
+
+    /// Does what a transition asked for, with no lock held.
+    private func perform(_ action: StreamConnectionState.Action) {
+        switch action {
+        case .none, .shutdownSocket:  // `.shutdownSocket`: done under the lock (`abort`)
+            break
+        case .write:
+            writeDirectly(unsent: [])
+        case .resume:
+            resume()
+        case .shutdownAndResume:
+            shutdownSocket()
+            resume()
+        case .unwatchShutdownAndResume(let token):
+            writable.unwatch(socket, token: token)
+            shutdownSocket()
+            resume()
+        case .unwatchAndWrite(let token, let unsent):
+            writable.unwatch(socket, token: token)  // out of the set: the next wait adds it anew
+            writeDirectly(unsent: unsent)
+        case .watchWritable:
+            assertionFailure("the writer watches for room itself")
+        }
+    }
+
+    private func shutdownSocket() {
+        if socket >= 0 { _ = shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
     // MARK: - Direct writes (the connection parked)
 
-    /// Writes until the body has nothing more, the socket is full (the rest waits for room),
-    /// or the stream is over (then the connection is resumed to end it). Called by the one
-    /// thread that set `writing`.
-    private func writeDirectly() {
+    /// Writes `unsent`, then what the body has, until the body has nothing more, the socket is
+    /// full (the rest waits for room), or the stream is over (then the connection is resumed
+    /// to end it). Called by the one thread the state made the writer.
+    private func writeDirectly(unsent first: [UInt8]) {
         Self.scratch.with { scratch in
+            var unsent = first
             while true {
-                let (unsent, aborted) = flags.withLock { flags in
-                    flags.notified = false
-                    defer { flags.unsent = [] }
-                    return (flags.unsent, flags.aborted)
-                }
-                if aborted { return endWriting() }
+                let next = state.withLock { $0.writerLooks() }
+                guard case .write = next else { return perform(next) }
                 if !unsent.isEmpty {
-                    guard let rest = transmit(unsent) else { return endWriting(failed: true) }
-                    if !rest.isEmpty { return waitForRoom(rest) }
+                    guard let rest = transmit(unsent) else { return perform(state.withLock { $0.writeFailed() }) }
+                    if !rest.isEmpty {
+                        guard let room = waitForRoom(rest) else { return }
+                        unsent = room
+                    } else {
+                        unsent = []
+                    }
                     continue
                 }
                 let payload = UnsafeMutableRawBufferPointer(
@@ -188,67 +177,47 @@ final class StreamConnection: Sendable {
                 switch body.read(into: payload) {
                 case .bytes(let count):
                     guard let rest = transmit(Self.frame(count, in: scratch, framing: framing)) else {
-                        return endWriting(failed: true)
+                        return perform(state.withLock { $0.writeFailed() })
                     }
-                    if !rest.isEmpty { return waitForRoom(rest) }
+                    if !rest.isEmpty {
+                        guard let room = waitForRoom(rest) else { return }
+                        unsent = room
+                    }
                 case .end:
-                    return endWriting(ended: true)
+                    return perform(state.withLock { $0.bodyEnded() })
                 case .wait:
-                    let done = flags.withLock { flags -> Bool in
-                        if flags.notified && !flags.aborted { return false }  // woken while looking: look again
-                        flags.writing = false
-                        if flags.stopping || flags.aborted {
-                            flags.suspended = false
-                            resume()
-                        }
-                        return true
-                    }
-                    if done { return }
+                    let next = state.withLock { $0.writerFoundNothing() }
+                    guard case .write = next else { return perform(next) }  // `.write`: woken while looking
                 }
             }
         }
     }
 
-    /// Stops writing and resumes the connection, whose next read ends the response (`ended`:
-    /// the body said it is over; `failed`: the socket refused the bytes, so the client is gone).
-    private func endWriting(ended: Bool = false, failed: Bool = false) {
-        flags.withLock { flags in
-            flags.ended = flags.ended || ended
-            if failed {
-                flags.aborted = true
-                // Part of a chunk may be out: libmicrohttpd's last chunk must not follow it.
-                _ = shutdown(socket, Int32(SHUT_RDWR))
-                flags.unsent = []
-            }
-            flags.writing = false
-            flags.suspended = false
-            resume()
+    /// Keeps `rest` for when the socket has room (the watcher calls `roomToWrite` then).
+    /// Returns it if the room came already (write it now), nil when this thread is done.
+    private func waitForRoom(_ rest: [UInt8]) -> [UInt8]? {
+        let next = state.withLock { $0.writeCutShort() }
+        guard case .watchWritable = next else {
+            perform(next)
+            return nil
         }
-    }
-
-    /// Keeps `rest` for when the socket has room (the watcher calls back then).
-    private func waitForRoom(_ rest: [UInt8]) {
-        let watched = flags.withLock { flags -> Bool in
-            guard !flags.aborted else { return false }
-            flags.unsent = rest
-            flags.waitingForRoom = writable.watch(socket) { [weak self] in self?.roomToWrite() }
-            guard flags.waitingForRoom != nil else { return false }
-            flags.writing = false
-            return true
+        guard let token = writable.watch(socket, handler: { [weak self] in self?.roomToWrite() }) else {
+            perform(state.withLock { $0.writeFailed() })
+            return nil
         }
-        if !watched { endWriting(failed: true) }
+        switch state.withLock({ $0.watching(token: token, unsent: rest) }) {
+        case .unwatchAndWrite(let token, let unsent):
+            writable.unwatch(socket, token: token)
+            return unsent
+        case let other:
+            perform(other)
+            return nil
+        }
     }
 
     /// The socket has room (or failed: the next `send` says so): go on writing.
     private func roomToWrite() {
-        let write = flags.withLock { flags -> Bool in
-            guard let token = flags.waitingForRoom else { return false }  // aborted meanwhile
-            writable.unwatch(socket, token: token)  // out of the set: the next wait adds it anew
-            flags.waitingForRoom = nil
-            flags.writing = true
-            return true
-        }
-        if write { writeDirectly() }
+        perform(state.withLock { $0.roomCame() })
     }
 
     /// Sends what it can of `bytes` without blocking: returns what the socket did not take
@@ -295,42 +264,5 @@ final class StreamConnection: Sendable {
         scratch[end] = UInt8(ascii: "\r")
         scratch[end + 1] = UInt8(ascii: "\n")
         return UnsafeRawBufferPointer(rebasing: scratch[start..<(end + 2)])
-    }
-}
-
-/// Buffers for direct writes, kept for the next: a fresh 16 KiB buffer per write was an
-/// aligned `malloc` and a `free` that consolidates glibc's heap, on every event of every
-/// stream. A writer takes one for the length of its write; at most `kept` idle ones stay
-/// (as many as threads write at once, in practice: the event loop and the committer).
-private final class ScratchBuffers: Sendable {
-    let byteCount: Int
-    private let kept: Int
-    /// The idle buffers' addresses (each `byteCount` bytes).
-    private let idle = Locked<[UInt]>([])
-
-    init(byteCount: Int, kept: Int) {
-        self.byteCount = byteCount
-        self.kept = kept
-    }
-
-    func with<Result>(_ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result {
-        let buffer: UnsafeMutableRawBufferPointer
-        if let address = idle.withLock({ $0.popLast() }), let start = UnsafeMutableRawPointer(bitPattern: address) {
-            buffer = UnsafeMutableRawBufferPointer(start: start, count: byteCount)
-        } else {
-            buffer = .allocate(byteCount: byteCount, alignment: 16)
-        }
-        defer { giveBack(buffer) }
-        return body(buffer)
-    }
-
-    private func giveBack(_ buffer: UnsafeMutableRawBufferPointer) {
-        let address = UInt(bitPattern: buffer.baseAddress)
-        let kept = idle.withLock { idle -> Bool in
-            guard idle.count < self.kept else { return false }
-            idle.append(address)
-            return true
-        }
-        if !kept { buffer.deallocate() }
     }
 }

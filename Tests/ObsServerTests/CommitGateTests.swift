@@ -1,0 +1,67 @@
+import ObservationCore
+import Testing
+
+@testable import ObsServer
+
+/// The commit gate without a committer: `hold` as a durable write's answer, `open`, `refuse`
+/// and `abandon` as the committer.
+@Suite("CommitGate: answers wait until what they report is durable")
+struct CommitGateTests {
+    private let written = HTTPResponse(status: 200, contentType: "", body: [])
+
+    @Test("a ticket at or below the durable position is answered at once", arguments: [1, 9, 10])
+    func durableTicketPasses(ticket: Int) {
+        let gate = CommitGate(durable: 10)
+        #expect(status(gate.hold(written, until: ticket)) == 200)
+        #expect(gate.oldestWait == nil, "nothing waits")
+    }
+
+    @Test("open answers only the tickets up to the position, and never goes back")
+    func openUpToThePosition() throws {
+        let gate = CommitGate(durable: 0)
+        var answers: [DeferredAnswer] = []
+        for ticket in [3, 1, 2, 5] { answers.append(try #require(deferred(gate.hold(written, until: ticket)))) }
+        for answer in answers { #expect(answer.hold(park: {}, release: {}) == nil) }
+        #expect(gate.oldestWait != nil)
+        gate.open(through: 3)
+        #expect(answers.map { status($0.take()) } == [200, 200, 200, nil])
+        gate.open(through: 2)
+        #expect(gate.durable == 3, "never back")
+        gate.open(through: 5)
+        #expect(status(answers[3].take()) == 200)
+        #expect(gate.oldestWait == nil)
+    }
+
+    @Test("a rolled-back range is refused, parked or still on its way; later positions are new changes")
+    func refusedRange() throws {
+        let gate = CommitGate(durable: 10)
+        let parked = try #require(deferred(gate.hold(written, until: 12)))
+        _ = parked.hold(park: {}, release: {})
+        gate.refuse(through: 13, with: APIError(status: 503, code: "unavailable", message: "undone"))
+        #expect(status(parked.take()) == 503)
+        #expect(status(gate.hold(written, until: 13)) == 503, "a late answer of the range")
+        let later = try #require(deferred(gate.hold(written, until: 14)))
+        gate.open(through: 14)
+        #expect(status(later.take()) == 200)
+    }
+
+    @Test("abandon closes every waiting answer unanswered, and any that comes after it")
+    func abandon() throws {
+        let gate = CommitGate(durable: 0)
+        let waiting = try #require(deferred(gate.hold(written, until: 1)))
+        _ = waiting.hold(park: {}, release: {})
+        gate.abandon()
+        #expect(waiting.take() == nil)
+        let late = try #require(deferred(gate.hold(written, until: 2)))
+        guard case .some(nil) = late.hold(park: {}, release: {}) else {
+            Issue.record("a late answer after abandon is resolved with no answer already")
+            return
+        }
+    }
+}
+
+/// The deferred answer of a `later` reply (nil: the reply is not `later`).
+func deferred(_ reply: Reply) -> DeferredAnswer? {
+    guard case .later(let answer) = reply else { return nil }
+    return answer
+}

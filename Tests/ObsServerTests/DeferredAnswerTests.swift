@@ -1,0 +1,98 @@
+import ObservationCore
+import Testing
+
+@testable import ObsServer
+
+/// A deferred answer without a daemon: `hold` as the daemon parks, `resolve` as whoever knows.
+@Suite("DeferredAnswer: an answer known later than its request")
+struct DeferredAnswerTests {
+    @Test("resolved before it is held: hold hands the answer over and parks nothing")
+    func resolveBeforeHold() throws {
+        let answer = DeferredAnswer()
+        answer.resolve(with: reply(204))
+        let parks = Counter()
+        let releases = Counter()
+        let held = answer.hold(park: { parks.add() }, release: { releases.add() })
+        #expect(status(held ?? nil) == 204)
+        #expect(parks.value == 0 && releases.value == 0)
+        #expect(answer.take() == nil, "taken by hold")
+    }
+
+    @Test("held, then resolved: parked once under hold, released once, then take has the answer")
+    func holdThenResolve() throws {
+        let answer = DeferredAnswer()
+        let parks = Counter()
+        let releases = Counter()
+        #expect(answer.hold(park: { parks.add() }, release: { releases.add() }) == nil)
+        #expect(parks.value == 1 && releases.value == 0)
+        #expect(answer.take() == nil, "nothing to take before the answer is known")
+        answer.resolve(with: reply(201))
+        #expect(releases.value == 1)
+        #expect(status(answer.take()) == 201)
+        #expect(answer.take() == nil, "taken once")
+    }
+
+    @Test("a producer runs when the answer is taken (on the daemon's worker), not when it is resolved")
+    func producerRunsAtTake() {
+        let answer = DeferredAnswer()
+        _ = answer.hold(park: {}, release: {})
+        let runs = Counter()
+        answer.resolve {
+            runs.add()
+            return reply(200)
+        }
+        #expect(runs.value == 0)
+        #expect(status(answer.take()) == 200 && runs.value == 1)
+    }
+
+    @Test("a second resolve is ignored, parked or not", arguments: [true, false])
+    func secondResolveIgnored(held: Bool) throws {
+        let answer = DeferredAnswer()
+        let releases = Counter()
+        if held { _ = answer.hold(park: {}, release: { releases.add() }) }
+        answer.resolve(with: reply(200))
+        answer.resolve(with: reply(500))
+        #expect(releases.value == (held ? 1 : 0))
+        let taken = held ? answer.take() : answer.hold(park: {}, release: {}) ?? nil
+        #expect(status(taken) == 200, "the first answer wins")
+    }
+
+    @Test("an answer of none closes the connection unanswered", arguments: [true, false])
+    func noAnswer(produced: Bool) throws {
+        let answer = DeferredAnswer()
+        _ = answer.hold(park: {}, release: {})
+        if produced { answer.resolve { nil } } else { answer.resolve(with: nil) }
+        #expect(answer.take() == nil)
+    }
+
+    @Test("the hang-up handler: none unless asked for; the one set is the one run")
+    func hangupHandler() throws {
+        let answer = DeferredAnswer()
+        #expect(answer.hangupHandler == nil, "not asked for: the daemon does not watch the socket")
+        let hangups = Counter()
+        answer.onHangup { hangups.add() }
+        let handler = try #require(answer.hangupHandler)
+        handler()
+        #expect(hangups.value == 1)
+        answer.resolve(with: reply(204))
+        #expect(answer.hangupHandler != nil, "kept: the daemon reads it when it parks")
+    }
+}
+
+/// An answer with only a status.
+func reply(_ code: Int) -> Reply {
+    .now(HTTPResponse(status: code, contentType: "", body: []))
+}
+
+/// The status of a reply that is `now` (nil: none, or not `now`).
+func status(_ reply: Reply?) -> Int? {
+    guard case .now(let response)? = reply else { return nil }
+    return response.status
+}
+
+/// Counts calls from any thread.
+final class Counter: Sendable {
+    private let count = Locked(0)
+    var value: Int { count.withLock { $0 } }
+    func add() { count.withLock { $0 += 1 } }
+}
