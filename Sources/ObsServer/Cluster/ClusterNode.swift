@@ -300,9 +300,10 @@ final class ClusterNode: Sendable {
 
     private func runAppender() {
         var connection: PGConnection?
-        var backoff = Duration.milliseconds(50)
+        var backoff = ClusterBackoff()
         while true {
-            appendSignal.wait()
+            // Woken by a submit or by stop; the timeout only bounds the wait.
+            _ = appendSignal.wait(timeout: .now() + 1)
             let (batch, stopping, tag) = state.withLock { state in
                 let count = min(state.queue.count, settings.batchLimit)
                 defer { state.queue.removeFirst(count) }
@@ -319,7 +320,7 @@ final class ClusterNode: Sendable {
                     throw PGError(description: "not registered", connectionLost: false)
                 }
                 try append(batch, as: tag, on: connection)
-                backoff = .milliseconds(50)
+                backoff.reset()
                 wakeTailer()
             } catch {
                 let lostPID = connection?.backendPID
@@ -330,8 +331,7 @@ final class ClusterNode: Sendable {
                 } else {
                     fail(batch.map(\.origin), "the cluster's database cannot be reached")
                 }
-                sleepThread(backoff)
-                backoff = min(backoff * 2, .seconds(2))
+                backoff.sleep()
             }
         }
         finished.signal()
@@ -342,17 +342,9 @@ final class ClusterNode: Sendable {
         throws(PGError)
     {
         try connection.query(
-            """
-            WITH h AS (UPDATE obs_cluster SET head = head + $1 WHERE id = 1 RETURNING head),
-            rows AS (
-                INSERT INTO obs_log(seq, node, origin, command)
-                SELECT h.head - $1 + t.n, $2, t.origin, t.command
-                FROM h, unnest($3::bigint[], $4::text[]) WITH ORDINALITY AS t(origin, command, n)
-                RETURNING seq)
-            SELECT pg_notify('obs_log', max(seq)::text) FROM rows
-            """,
+            ClusterSQL.append,
             [
-                "\(batch.count)", tag, "{" + batch.map { "\($0.origin)" }.joined(separator: ",") + "}",
+                "\(batch.count)", tag, PGConnection.arrayLiteral(batch.map(\.origin)),
                 PGConnection.arrayLiteral(batch.map(\.command)),
             ])
     }
@@ -363,29 +355,26 @@ final class ClusterNode: Sendable {
     /// and go back to the front of the queue (their origins are unique: a retry cannot apply
     /// twice). Only a node that cannot reach the database answers 503.
     private func resolveInDoubt(_ batch: [(origin: Int, command: String)], as tag: String, lostBackend: Int32) {
-        var backoff = Duration.milliseconds(50)
+        var backoff = ClusterBackoff()
         while !state.withLock({ $0.stopping }) {
             do {
                 let connection = try PGConnection(url: settings.url, name: "obs \(settings.nodeID) appender")
-                try connection.query("SELECT pg_terminate_backend($1)", ["\(lostBackend)"])
-                while try connection.integer("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", ["\(lostBackend)"])
-                    ?? 0 > 0
-                {
+                try connection.query(ClusterSQL.terminateBackend, ["\(lostBackend)"])
+                while try connection.integer(ClusterSQL.backendCount, ["\(lostBackend)"]) ?? 0 > 0 {
                     sleepThread(.milliseconds(10))
                 }
-                let origins = "{" + batch.map { "\($0.origin)" }.joined(separator: ",") + "}"
+                let origins = PGConnection.arrayLiteral(batch.map(\.origin))
                 let found = Set(
-                    try connection.query(
-                        "SELECT origin FROM obs_log WHERE node = $1 AND origin = ANY($2::bigint[])", [tag, origins]
-                    ).compactMap { $0[0].flatMap { Int($0) } })
+                    try connection.query(ClusterSQL.appendedOrigins, [tag, origins]).compactMap {
+                        $0[0].flatMap { Int($0) }
+                    })
                 let retry = batch.filter { !found.contains($0.origin) }
                 state.withLock { $0.queue.insert(contentsOf: retry, at: 0) }
                 if !retry.isEmpty { appendSignal.signal() }
                 if !found.isEmpty { wakeTailer() }
                 return
             } catch {
-                sleepThread(backoff)
-                backoff = min(backoff * 2, .seconds(2))
+                backoff.sleep()
             }
         }
     }
@@ -399,12 +388,12 @@ final class ClusterNode: Sendable {
 
     private func runTailer() {
         var connection: PGConnection?
-        var backoff = Duration.milliseconds(50)
+        var backoff = ClusterBackoff()
         while !state.withLock({ $0.stopping || $0.broken != nil }) {
             do {
                 if connection == nil {
                     let opened = try PGConnection(url: settings.url, name: "obs \(settings.nodeID) tailer")
-                    try opened.query("LISTEN obs_log")
+                    try opened.query(ClusterSQL.listen)
                     connection = opened
                     state.withLock { $0.tailerConnected = true }
                 }
@@ -417,7 +406,7 @@ final class ClusterNode: Sendable {
                 try readToEnd(connection)
                 state.withLock { $0.caughtUp = true }
                 for barrier in barriers { barrier.run() }
-                backoff = .milliseconds(50)
+                backoff.reset()
                 if state.withLock({ !$0.barriers.isEmpty }) { continue }
                 _ = try connection.waitForNotification(orWake: tailerWake, timeout: settings.pollInterval)
                 drainWake()
@@ -430,8 +419,7 @@ final class ClusterNode: Sendable {
                 }
                 for barrier in barriers { barrier.run() }  // stale reads rather than none
                 logger.warning("cluster log reader: \(error); reconnecting")
-                sleepThread(backoff)
-                backoff = min(backoff * 2, .seconds(2))
+                backoff.sleep()
             }
         }
         finished.signal()
@@ -443,9 +431,7 @@ final class ClusterNode: Sendable {
         var digest = state.withLock { $0.digest }
         while true {
             let after = applied.load(ordering: .acquiring)
-            let rows = try connection.query(
-                "SELECT seq, node, origin, command FROM obs_log WHERE seq > $1 ORDER BY seq LIMIT \(page)", ["\(after)"]
-            )
+            let rows = try connection.query(ClusterSQL.readLog, ["\(after)", "\(page)"])
             for row in rows {
                 guard let seq = row[0].flatMap({ Int($0) }), let node = row[1],
                     let origin = row[2].flatMap({ Int($0) }),
@@ -529,7 +515,7 @@ final class ClusterNode: Sendable {
         }
         // What it has applied drops to 0 first, so the keeper keeps the log after the checkpoint.
         applied.store(0, ordering: .releasing)
-        try connection.query("UPDATE obs_nodes SET applied = 0 WHERE node = $1", [settings.nodeID])
+        try connection.query(ClusterSQL.publishApplied, [settings.nodeID, "0"])
         let image = try ClusterCheckpoint.load(on: connection)
         try load(image)
         state.withLock { state in
@@ -579,16 +565,14 @@ final class ClusterNode: Sendable {
                     try checkpoint(on: connection)
                 }
                 try connection.query(
-                    "UPDATE obs_nodes SET applied = $2 WHERE node = $1",
-                    [settings.nodeID, "\(applied.load(ordering: .acquiring))"])
+                    ClusterSQL.publishApplied, [settings.nodeID, "\(applied.load(ordering: .acquiring))"])
                 do {
                     try checkDivergence(on: connection)
                 } catch let error as PGError where !error.connectionLost {
                     logger.warning("cluster digest check: \(error)")
                 }
-                let live =
-                    try connection.integer("SELECT count(*) FROM obs_nodes WHERE incarnation > reported_down") ?? 0
-                let head = try connection.integer("SELECT head FROM obs_cluster WHERE id = 1") ?? 0
+                let live = try connection.integer(ClusterSQL.liveNodeCount) ?? 0
+                let head = try connection.integer(ClusterSQL.head) ?? 0
                 state.withLock { state in
                     state.nodes = live
                     state.head = max(state.head, head)
@@ -650,13 +634,9 @@ final class ClusterNode: Sendable {
         }
         if let last = samples.last {
             try connection.query(
-                """
-                INSERT INTO obs_digests(seq, node, digest) SELECT t.seq, $1, t.digest
-                FROM unnest($2::bigint[], $3::text[]) AS t(seq, digest)
-                ON CONFLICT (seq, node) DO UPDATE SET digest = excluded.digest
-                """,
+                ClusterSQL.publishDigests,
                 [
-                    settings.nodeID, "{" + samples.map { "\($0.position)" }.joined(separator: ",") + "}",
+                    settings.nodeID, PGConnection.arrayLiteral(samples.map(\.position)),
                     PGConnection.arrayLiteral(samples.map(\.digest.hex)),
                 ])
             state.withLock { $0.divergence.published(through: last.position, generation: generation) }
@@ -664,11 +644,7 @@ final class ClusterNode: Sendable {
         guard peers > 0, !positions.isEmpty else { return }
         var reports: [Int: [String: String]] = [:]
         for row in try connection.query(
-            """
-            SELECT d.seq, d.node, d.digest FROM obs_digests d JOIN obs_nodes n USING (node)
-            WHERE d.seq = ANY($1::bigint[]) AND d.node <> $2 AND n.incarnation > n.reported_down
-            """,
-            ["{" + positions.map { "\($0)" }.joined(separator: ",") + "}", settings.nodeID])
+            ClusterSQL.peerDigests, [PGConnection.arrayLiteral(positions), settings.nodeID])
         {
             guard let position = row[0].flatMap({ Int($0) }), let node = row[1], let digest = row[2] else { continue }
             reports[position, default: [:]][node] = digest
@@ -704,15 +680,13 @@ final class ClusterNode: Sendable {
 
     /// The keeper's round: every node whose liveness lock is free is down.
     private func reportNodesDown(on connection: PGConnection) throws {
-        let rows = try connection.query(
-            "SELECT node, incarnation, lock_key FROM obs_nodes WHERE incarnation > reported_down AND node <> $1 ORDER BY node",
-            [settings.nodeID])
+        let rows = try connection.query(ClusterSQL.otherLiveNodes, [settings.nodeID])
         for row in rows {
             guard let node = row[0], let incarnation = row[1].flatMap({ Int($0) }),
                 let key = row[2].flatMap({ Int32($0) })
             else { continue }
             guard try ClusterSchema.tryLock(ClusterSchema.livenessClass, key, on: connection) else { continue }
-            try connection.query("SELECT pg_advisory_unlock($1, $2)", ["\(ClusterSchema.livenessClass)", "\(key)"])
+            try connection.query(ClusterSQL.advisoryUnlock, ["\(ClusterSchema.livenessClass)", "\(key)"])
             logger.notice("cluster node \(node)#\(incarnation) is gone: its streams close")
             reportDown(node, incarnation, on: connection)
         }
@@ -723,9 +697,7 @@ final class ClusterNode: Sendable {
         guard case .success = submitAndWait(Command(time: .now(), .nodeDown(holder: "\(node)#\(incarnation)"))) else {
             return  // the next round tries again
         }
-        _ = try? connection.query(
-            "UPDATE obs_nodes SET reported_down = greatest(reported_down, $2) WHERE node = $1",
-            [node, "\(incarnation)"])
+        _ = try? connection.query(ClusterSQL.markReportedDown, [node, "\(incarnation)"])
     }
 }
 
