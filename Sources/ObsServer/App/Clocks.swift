@@ -20,3 +20,10 @@ enum BootClock {
     /// Seconds from `start` (a `nanoseconds` reading) to now.
     static func seconds(since start: Int64) -> Double { Double(nanoseconds - start) / 1e9 }
 }
+
+/// Sleeps the calling thread (the cluster's threads and the committer, never an HTTP worker).
+func sleepThread(_ duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    var time = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    nanosleep(&time, nil)
+}

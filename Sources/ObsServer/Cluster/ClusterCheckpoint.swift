@@ -12,40 +12,32 @@ enum ClusterCheckpoint {
     /// Writes `checkpoint`; returns false when a later one is there already.
     static func write(_ checkpoint: JournalBatch.Checkpoint, on connection: PGConnection) throws -> Bool {
         let rows = checkpoint.rows()
-        try connection.query("BEGIN")
+        try connection.query(ClusterSQL.begin)
         do {
-            let current = try connection.integer("SELECT position FROM obs_checkpoint WHERE id = 1 FOR UPDATE") ?? 0
+            let current = try connection.integer(ClusterSQL.checkpointPositionForUpdate) ?? 0
             guard current < checkpoint.position else {
-                try connection.query("ROLLBACK")
+                try connection.query(ClusterSQL.rollback)
                 return false
             }
-            try connection.query("DELETE FROM obs_checkpoint_rows")
+            try connection.query(ClusterSQL.deleteCheckpointRows)
             for start in stride(from: 0, to: rows.count, by: 1000) {
                 let page = rows[start..<min(rows.count, start + 1000)]
                 try connection.query(
-                    """
-                    INSERT INTO obs_checkpoint_rows(kind, id, document)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
-                    """,
+                    ClusterSQL.insertCheckpointRows,
                     [
                         PGConnection.arrayLiteral(page.map(\.kind.rawValue)), PGConnection.arrayLiteral(page.map(\.id)),
                         PGConnection.arrayLiteral(page.map { String(decoding: $0.document ?? [], as: UTF8.self) }),
                     ])
             }
             try connection.query(
-                """
-                INSERT INTO obs_checkpoint(id, position, revision, admin_last_event_id, clock, counters)
-                VALUES (1, $1, $2, $3, $4, $5)
-                ON CONFLICT (id) DO UPDATE SET position = $1, revision = $2, admin_last_event_id = $3, clock = $4,
-                    counters = $5
-                """,
+                ClusterSQL.writeCheckpoint,
                 [
                     "\(checkpoint.position)", "\(checkpoint.revision)", "\(checkpoint.adminLastEventID)",
                     "\(checkpoint.clock)", String(decoding: JSON.object(checkpoint.counters).encoded(), as: UTF8.self),
                 ])
-            try connection.query("COMMIT")
+            try connection.query(ClusterSQL.commit)
         } catch {
-            _ = try? connection.query("ROLLBACK")
+            _ = try? connection.query(ClusterSQL.rollback)
             throw error
         }
         return true
@@ -56,25 +48,16 @@ enum ClusterCheckpoint {
     @discardableResult
     static func truncate(through position: Int, on connection: PGConnection) throws -> Int {
         let rows = try connection.query(
-            """
-            WITH horizon AS (
-                SELECT least($1::bigint, coalesce(min(applied), 0)) AS seq
-                FROM obs_nodes WHERE incarnation > reported_down),
-            digests AS (
-                DELETE FROM obs_digests WHERE seq < (SELECT seq FROM horizon) - $2::bigint)
-            DELETE FROM obs_log WHERE seq <= (SELECT seq FROM horizon) RETURNING 1
-            """, ["\(position)", "\(DivergenceCheck.every * DivergenceCheck.kept)"])
+            ClusterSQL.truncate, ["\(position)", "\(DivergenceCheck.every * DivergenceCheck.kept)"])
         return rows.count
     }
 
     /// The latest checkpoint, read in one snapshot (nil: none yet, apply the log from its start).
     static func load(on connection: PGConnection) throws -> PersistedImage? {
-        try connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        defer { _ = try? connection.query("COMMIT") }
+        try connection.query(ClusterSQL.beginSnapshot)
+        defer { _ = try? connection.query(ClusterSQL.commit) }
         guard
-            let row = try connection.query(
-                "SELECT position, revision, admin_last_event_id, clock, counters FROM obs_checkpoint WHERE id = 1"
-            ).first
+            let row = try connection.query(ClusterSQL.readCheckpoint).first
         else { return nil }
         let numbers = row.prefix(4).map { $0.flatMap { Int($0) } ?? 0 }
         guard case .object(let counters)? = try? JSONParser.parse(Array((row[4] ?? "").utf8)) else {
@@ -84,7 +67,7 @@ enum ClusterCheckpoint {
             revision: numbers[1], adminLastEventID: numbers[2], clock: Int64(numbers[3]), checkpoint: numbers[0])
         image.exact = true
         image.counters = counters
-        for document in try connection.query("SELECT kind, id, document FROM obs_checkpoint_rows ORDER BY kind, id") {
+        for document in try connection.query(ClusterSQL.readCheckpointRows) {
             guard let kindName = document[0], let kind = EntityKind(rawValue: kindName), let id = document[1],
                 let text = document[2]
             else { throw ConfigError("the cluster's checkpoint has an unreadable row") }

@@ -1,4 +1,3 @@
-import Glibc
 import ObservationCore
 
 /// The cluster's tables in PostgreSQL, and the checks a node makes before it joins.
@@ -27,33 +26,9 @@ enum ClusterSchema {
     /// Creates the tables if they are missing (under an advisory lock, so concurrent first starts
     /// do not race), then checks the format and `config`.
     static func prepare(_ connection: PGConnection, config: String) throws {
-        try connection.query(
-            """
-            BEGIN;
-            SELECT pg_advisory_xact_lock(\(lockClass), 1);
-            CREATE TABLE IF NOT EXISTS obs_cluster(
-                id int PRIMARY KEY CHECK (id = 1), head bigint NOT NULL, format int NOT NULL, config text NOT NULL);
-            CREATE TABLE IF NOT EXISTS obs_log(
-                seq bigint PRIMARY KEY, node text NOT NULL, origin bigint NOT NULL, command text NOT NULL,
-                UNIQUE (node, origin));
-            CREATE SEQUENCE IF NOT EXISTS obs_node_keys;
-            CREATE TABLE IF NOT EXISTS obs_nodes(
-                node text PRIMARY KEY, incarnation bigint NOT NULL DEFAULT 0,
-                lock_key int NOT NULL DEFAULT nextval('obs_node_keys'), reported_down bigint NOT NULL DEFAULT 0,
-                applied bigint NOT NULL DEFAULT 0);
-            CREATE TABLE IF NOT EXISTS obs_checkpoint(
-                id int PRIMARY KEY CHECK (id = 1), position bigint NOT NULL, revision bigint NOT NULL,
-                admin_last_event_id bigint NOT NULL, clock bigint NOT NULL, counters text NOT NULL);
-            CREATE TABLE IF NOT EXISTS obs_checkpoint_rows(
-                kind text NOT NULL, id text NOT NULL, document text NOT NULL, PRIMARY KEY (kind, id));
-            CREATE TABLE IF NOT EXISTS obs_digests(
-                seq bigint NOT NULL, node text NOT NULL, digest text NOT NULL, PRIMARY KEY (seq, node));
-            COMMIT;
-            """)
-        try connection.query(
-            "INSERT INTO obs_cluster(id, head, format, config) VALUES (1, 0, $1, $2) ON CONFLICT (id) DO NOTHING",
-            ["\(format)", config])
-        guard let row = try connection.query("SELECT format, config FROM obs_cluster WHERE id = 1").first,
+        try connection.query(ClusterSQL.createTables)
+        try connection.query(ClusterSQL.createClusterRow, ["\(format)", config])
+        guard let row = try connection.query(ClusterSQL.clusterRow).first,
             let formatText = row[0], let shared = row[1]
         else { throw ConfigError("the cluster's obs_cluster table has no row") }
         guard Int(formatText) == format else {
@@ -97,8 +72,8 @@ enum ClusterSchema {
     /// (waiting up to `wait` for an earlier process of the same id to let go of it), then starts a
     /// new incarnation. The lock is held for as long as the connection lives.
     static func register(_ node: String, on connection: PGConnection, wait: Duration) throws -> Registration {
-        try connection.query("INSERT INTO obs_nodes(node) VALUES ($1) ON CONFLICT (node) DO NOTHING", [node])
-        guard let key = try connection.integer("SELECT lock_key FROM obs_nodes WHERE node = $1", [node]) else {
+        try connection.query(ClusterSQL.createNode, [node])
+        guard let key = try connection.integer(ClusterSQL.nodeLockKey, [node]) else {
             throw ConfigError("cannot register node \(node)")
         }
         let deadline = ContinuousClock.now + wait
@@ -109,12 +84,8 @@ enum ClusterSchema {
             sleepThread(.milliseconds(100))
         }
         guard
-            let row = try connection.query(
-                """
-                UPDATE obs_nodes SET incarnation = incarnation + 1, applied = 0 WHERE node = $1
-                RETURNING incarnation, reported_down
-                """, [node]
-            ).first, let incarnation = row[0].flatMap({ Int($0) }), let reported = row[1].flatMap({ Int($0) })
+            let row = try connection.query(ClusterSQL.newIncarnation, [node]).first,
+            let incarnation = row[0].flatMap({ Int($0) }), let reported = row[1].flatMap({ Int($0) })
         else { throw ConfigError("cannot register node \(node)") }
         let previous = incarnation - 1
         return Registration(
@@ -124,13 +95,6 @@ enum ClusterSchema {
 
     /// Takes a session-level advisory lock if it is free; whether it was.
     static func tryLock(_ classID: Int32, _ objectID: Int32, on connection: PGConnection) throws -> Bool {
-        try connection.query("SELECT pg_try_advisory_lock($1, $2)", ["\(classID)", "\(objectID)"]).first?.first == "t"
+        try connection.query(ClusterSQL.tryAdvisoryLock, ["\(classID)", "\(objectID)"]).first?.first == "t"
     }
-}
-
-/// Sleeps the calling thread (cluster threads only, never an HTTP worker).
-func sleepThread(_ duration: Duration) {
-    let (seconds, attoseconds) = duration.components
-    var time = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-    nanosleep(&time, nil)
 }

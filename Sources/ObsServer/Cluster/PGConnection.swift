@@ -1,11 +1,9 @@
 private import CLibPQ
 import Glibc
 
-/// A PostgreSQL failure: its message, its SQLSTATE, and whether the connection is gone.
+/// A PostgreSQL failure: its message, and whether the connection is gone.
 struct PGError: Error, CustomStringConvertible {
     let description: String
-    /// The five-character SQLSTATE ("40001", "23505", …), when the server sent one.
-    var sqlState: String?
     /// The connection is unusable (lost, or never made): open a new one.
     var connectionLost: Bool
 }
@@ -17,7 +15,8 @@ struct PGError: Error, CustomStringConvertible {
 /// come back as strings. TCP keep-alives and `tcp_user_timeout` are on, so a vanished
 /// database host is noticed in seconds rather than at the operating system's default.
 ///
-/// Not thread-safe: each connection belongs to one thread (the lock in `ClusterNode` says which).
+/// Not thread-safe: each connection belongs to one thread (the cluster's appender, tailer or presence
+/// thread, or `ClusterNode.start` before it hands the presence connection over).
 final class PGConnection {
     private let handle: OpaquePointer
     /// The server process serving this connection (`pg_terminate_backend` takes it).
@@ -50,9 +49,6 @@ final class PGConnection {
     deinit {
         PQfinish(handle)
     }
-
-    /// Whether the connection still works as far as libpq knows.
-    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// Runs one statement with text parameters ($1, $2, … ; nil is NULL) and returns its rows
     /// as text (nil for NULL). Several statements without parameters may go in one call.
@@ -135,12 +131,16 @@ final class PGConnection {
         return literal + "}"
     }
 
+    /// A PostgreSQL bigint[] literal.
+    static func arrayLiteral(_ items: [Int]) -> String {
+        "{" + items.map { "\($0)" }.joined(separator: ",") + "}"
+    }
+
     private func failure(_ result: OpaquePointer?) -> PGError {
         let lost = PQstatus(handle) != CONNECTION_OK
         var message = result.map { String(cString: PQresultErrorMessage($0)) } ?? ""
         if message.isEmpty { message = String(cString: PQerrorMessage(handle)) }
-        let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) }
-        return PGError(description: message.trimmingTrailingSpace, sqlState: state, connectionLost: lost)
+        return PGError(description: message.trimmingTrailingSpace, connectionLost: lost)
     }
 
     private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {

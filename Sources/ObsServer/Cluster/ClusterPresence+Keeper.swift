@@ -1,0 +1,52 @@
+import Logging
+import ObservationCore
+
+/// The keeper's duties on the presence thread: reporting nodes down and writing checkpoints.
+extension ClusterPresence {
+    /// The keeper's round: every node whose liveness lock is free is down.
+    func reportNodesDown(on connection: PGConnection) throws {
+        let rows = try connection.query(ClusterSQL.otherLiveNodes, [shared.settings.nodeID])
+        for row in rows {
+            guard let node = row[0], let incarnation = row[1].flatMap({ Int($0) }),
+                let key = row[2].flatMap({ Int32($0) })
+            else { continue }
+            guard try ClusterSchema.tryLock(ClusterSchema.livenessClass, key, on: connection) else { continue }
+            try connection.query(ClusterSQL.advisoryUnlock, ["\(ClusterSchema.livenessClass)", "\(key)"])
+            shared.logger.notice("cluster node \(node)#\(incarnation) is gone: its streams close")
+            reportDown(node, incarnation, on: connection)
+        }
+    }
+
+    /// Appends `nodeDown` for an incarnation (waiting at most the commit timeout) and records
+    /// that it was reported.
+    func reportDown(_ node: String, _ incarnation: Int, on connection: PGConnection) {
+        let command = Command(time: .now(), .nodeDown(holder: "\(node)#\(incarnation)"))
+        guard case .success = shared.submitAndWait(command) else {
+            return  // the next round tries again
+        }
+        _ = try? connection.query(ClusterSQL.markReportedDown, [node, "\(incarnation)"])
+    }
+
+    /// The keeper writes the latest pending checkpoint the other nodes' digests confirmed, then
+    /// deletes the log no live node needs.
+    func checkpoint(on connection: PGConnection) throws {
+        let pending = shared.state.withLock { state in
+            state.rebuild != nil
+                ? nil
+                : state.pendingCheckpoints.last { state.divergence.confirms($0.position, peers: state.nodes - 1) }
+        }
+        if let pending {
+            let started = ContinuousClock.now
+            if try ClusterCheckpoint.write(pending, on: connection) {
+                let elapsed = ContinuousClock.now - started
+                shared.logger.info("cluster checkpoint at log position \(pending.position) written in \(elapsed)")
+            }
+            shared.state.withLock { state in
+                state.pendingCheckpoints.removeAll { $0.position <= pending.position }
+                state.checkpointed = max(state.checkpointed, pending.position)
+            }
+        }
+        let through = shared.state.withLock { $0.checkpointed }
+        if through > 0 { try ClusterCheckpoint.truncate(through: through, on: connection) }
+    }
+}
