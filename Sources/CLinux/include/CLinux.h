@@ -1,8 +1,9 @@
 #ifndef C_LINUX_H
 #define C_LINUX_H
 
-// epoll, which Swift's Glibc module does not import (sys/epoll.h is not part of it, and
-// `struct epoll_event` is packed on x86-64). Only `SocketWatcher.swift` uses this module.
+// epoll and eventfd, which Swift's Glibc module does not import (sys/epoll.h is not part of
+// it, and `struct epoll_event` is packed on x86-64). `SocketWatcher` uses epoll; the cluster's
+// tailer (`ClusterShared`) waits on an eventfd that wakes it.
 
 #include <stdint.h>
 

@@ -57,9 +57,8 @@ enum ClusterSchema {
         ].joined(separator: ";")
     }
 
-    /// A node's registration: the key of its liveness lock and its incarnation.
+    /// A node's registration: its incarnation.
     struct Registration: Sendable {
-        let lockKey: Int32
         let incarnation: Int
         /// The previous incarnation, if the keeper has not reported it down (this node does, now).
         let previousDown: Int?
@@ -88,9 +87,7 @@ enum ClusterSchema {
             let incarnation = row[0].flatMap({ Int($0) }), let reported = row[1].flatMap({ Int($0) })
         else { throw ConfigError("cannot register node \(node)") }
         let previous = incarnation - 1
-        return Registration(
-            lockKey: Int32(truncatingIfNeeded: key), incarnation: incarnation,
-            previousDown: previous > reported && previous > 0 ? previous : nil)
+        return Registration(incarnation: incarnation, previousDown: previous > reported && previous > 0 ? previous : nil)
     }
 
     /// Takes a session-level advisory lock if it is free; whether it was.

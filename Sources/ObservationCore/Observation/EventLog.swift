@@ -11,31 +11,10 @@
 /// its `abort`, which closes its connection (the client resumes with Last-Event-ID
 /// and gets `reset`). So the memory a log holds never depends on how fast anyone reads.
 ///
-/// Thread-safety: its own lock. Appends happen under the store's lock (lock
-/// order: store, then log), reads from stream threads take only this lock.
+/// Thread-safety: its own lock. Appends come from the outbox, in apply order, under its
+/// `performing` lock (outbox, then log); reads from stream threads take only this lock.
 /// Wakers and aborts run after the lock is released.
 public final class EventLog: Sendable {
-    /// What a stream finds when it reads.
-    public enum ReadResult: Sendable {
-        /// Events after the cursor, oldest first.
-        case events([Event])
-        /// Nothing after the cursor yet.
-        case upToDate
-        /// The event after the cursor has left the buffer; `oldest` is the oldest id still held.
-        case gap(oldest: Int)
-    }
-
-    /// Where a new stream starts (`resumePoint`).
-    public enum ResumePoint: Sendable, Equatable {
-        /// Send the events after this id.
-        case after(Int)
-        /// The asked-for events are gone: `reset`, then the events after `cursor` (the last id now).
-        case reset(oldestAvailable: Int, cursor: Int)
-        /// The asked-for id is not one this log made (negative, or past its last id): `reset`
-        /// too, never a stuck stream (section 7.2).
-        case unknown(oldestAvailable: Int, cursor: Int)
-    }
-
     /// What the log may do to an attached stream, from any thread, after its lock is released.
     public struct Reader: Sendable {
         /// There is something new to read.
