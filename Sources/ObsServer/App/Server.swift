@@ -52,6 +52,7 @@ final class Server: Sendable {
                 idleQuiet: config.idleQuiet, lastRequest: { counters.lastRequest })
         }
         replica.store.onTimerChange { timer.reschedule() }
+        replica.store.holdDeliveries(AnswerFirst.hold)
         hub.polls.onEarlierDeadline { timer.reschedule() }
 
         var builder = RouterBuilder()

@@ -189,6 +189,7 @@ final class HTTPDaemon: Sendable {
     private static let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
         guard let requestContext, let pointer = requestContext.pointee else { return }
         let pending = Unmanaged<PendingRequest>.fromOpaque(pointer).takeRetainedValue()
+        pending.makeHeldDeliveries()  // its answer is written (or the connection is gone)
         if let context {
             let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
             daemon.unwatch(pending)
@@ -225,7 +226,12 @@ final class HTTPDaemon: Sendable {
             unwatch(pending)
             return send(deferred.take(), pending, connection)
         }
-        return send(chain.respond(pending.takeRequest(), pending), pending, connection)
+        let reply = AnswerFirst.handling(pending) { chain.respond(pending.takeRequest(), pending) }
+        let result = send(reply, pending, connection)
+        // An answer sent now goes before the fan-out (made at the request's completion); a
+        // stream or a parked answer has nothing to go before.
+        if case .now = reply, result == .YES {} else { pending.makeHeldDeliveries() }
+        return result
     }
 
     /// Sends a reply (nil: closes the connection unanswered).

@@ -1,4 +1,5 @@
 import Logging
+import ObservationCore
 
 /// One request's state between libmicrohttpd's calls: its headers, query and body as they
 /// arrive, then where its answer stands; and its `RequestContext` for the layers that answer it.
@@ -34,6 +35,8 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     var answerHeaders: [(name: String, value: String)] = []
     /// `X-Request-Id`: the client's, or one made when the headers arrived.
     var requestID = ""
+    /// What the request's command left to do once its answer is sent (`AnswerFirst`).
+    var heldDeliveries: [OutboxDeliveries] = []
     /// The hang-up watcher's token for the socket, while a parked answer asks for it.
     var watch: (socket: Int32, token: UInt64)?
     let started = BootClock.nanoseconds
@@ -42,6 +45,13 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
         self.method = method
         self.path = path
         self.framing = framing
+    }
+
+    /// Makes the deliveries held for the answer (once: the list is emptied).
+    func makeHeldDeliveries() {
+        guard !heldDeliveries.isEmpty else { return }
+        for deliveries in heldDeliveries { deliveries.make() }
+        heldDeliveries.removeAll()
     }
 
     /// The request as the handlers see it, its headers, query and body moved into it (not

@@ -45,17 +45,12 @@ final class Outbox: Sendable {
         deliver(performQueued())
     }
 
-    /// What performing left to do after every lock: barriers to hand over, logs to wake, the timer to tell.
-    struct Deliveries {
-        fileprivate let wake: [EventLog]
-        fileprivate let barriers: [EventLog.Barrier]
-        fileprivate let tellTimer: Bool
-    }
 
     /// Puts everything queued so far into the logs, in order; the deliveries are the caller's
     /// to make once it holds no lock (`deliver`).
-    func performQueued() -> Deliveries {
-        performing.withLock { scratch -> Deliveries in
+    func performQueued() -> OutboxDeliveries {
+        let (wake, barriers, tellTimer) = performing.withLock {
+            scratch -> ([EventLog], [EventLog.Barrier], Bool) in
             // The queue takes the empty list back: neither list is copied or reallocated.
             let revision = queue.withLock { queue in
                 swap(&queue.effects, &scratch.batch)
@@ -82,15 +77,33 @@ final class Outbox: Sendable {
             scratch.touched.emptyKeepingCapacity()
             scratch.batch.emptyKeepingCapacity()
             _ = performedRevision.max(revision, ordering: .releasing)
-            return Deliveries(wake: order, barriers: barriers, tellTimer: tellTimer)
+            return (order, barriers, tellTimer)
         }
+        return OutboxDeliveries(wake: wake, barriers: barriers, timer: tellTimer ? timer.withLock { $0 } : nil)
     }
 
     /// Makes what `performQueued` left to do (no lock held).
-    func deliver(_ deliveries: Deliveries) {
-        for barrier in deliveries.barriers { barrier.deliver() }
-        for log in deliveries.wake { log.wake() }
-        if deliveries.tellTimer { timer.withLock { $0 }?.call() }
+    func deliver(_ deliveries: OutboxDeliveries) {
+        deliveries.make()
+    }
+}
+
+/// What performing a batch of effects left to do once no lock is held: barriers to hand over,
+/// logs to wake (their parked streams write to their sockets), the timer to tell. Made at
+/// once, or a little later by whoever holds them (a worker sends a writer's answer first).
+public struct OutboxDeliveries: Sendable {
+    fileprivate let wake: [EventLog]
+    fileprivate let barriers: [EventLog.Barrier]
+    fileprivate let timer: TimerHook?
+
+    /// Whether there is anything to do.
+    public var isEmpty: Bool { wake.isEmpty && barriers.isEmpty && timer == nil }
+
+    /// Does it (once; no lock held).
+    public func make() {
+        for barrier in barriers { barrier.deliver() }
+        for log in wake { log.wake() }
+        timer?.call()
     }
 }
 

@@ -162,7 +162,7 @@ public final class EventLog: Sendable {
     }
 
     /// A delivery barrier taken (`barrier(revision:)`), not yet handed to its streams.
-    struct Barrier {
+    struct Barrier: Sendable {
         let log: EventLog
         let readers: [Reader]
         let afterID: Int

@@ -19,6 +19,8 @@ public final class Store: Sendable {
     /// The committer's wake-up call. Boxed: a bare closure as a lock's generic state is
     /// re-wrapped in a reabstraction thunk by every inout access, a chain that grows per call.
     let journalHandler = Locked<JournalHandler?>(nil)
+    /// Who may hold a command's deliveries (see `holdDeliveries`).
+    let deliveryHolder = Locked<DeliveryHolder?>(nil)
     /// The revision of the last durable batch whose events are published (persistent stores).
     let publishedRevision = Atomic<Int>(0)
     /// Whether events wait for `publish` before streams see them (a persistent store).
@@ -80,9 +82,18 @@ public final class Store: Sendable {
             let ticket = state.journal.enabled && outcome.reportsStoredState ? state.journal.sequence : nil
             return (.success(Executed(outcome, ticket: ticket)), signal)
         }
-        outbox.perform()
+        let deliveries = outbox.performQueued()
+        if !deliveries.isEmpty, deliveryHolder.withLock({ $0 })?.hold(deliveries) != true { deliveries.make() }
         if signal { journalHandler.withLock { $0 }?.wake() }
         return try result.get()
+    }
+
+    /// Lets `holder` take the deliveries of the commands submitted on its threads (the wakes
+    /// of the streams they reached, barriers, the timer's call): it returns true when it will
+    /// make them itself a little later (a worker sends the writer's answer first), false to
+    /// have them made at once. Their events are in the logs already, either way.
+    public func holdDeliveries(_ holder: @escaping @Sendable (OutboxDeliveries) -> Bool) {
+        deliveryHolder.withLock { $0 = DeliveryHolder(hold: holder) }
     }
 
     /// Issues `action` now (the wall clock's time) and executes it.
@@ -146,6 +157,12 @@ public final class Store: Sendable {
                 queuedNotificationBytes: state.center.queue.bytes)
         }
     }
+}
+
+/// A closure in a struct, so that `Locked` holds it in its concrete representation (see
+/// `journalHandler`).
+struct DeliveryHolder: Sendable {
+    let hold: @Sendable (OutboxDeliveries) -> Bool
 }
 
 /// A command's answer, and the journal position it waits for (see `Store.submit`).
