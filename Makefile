@@ -14,13 +14,14 @@ IMAGE      ?= obs-server
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster soak clean help
+.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
 	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, thread sanitizer)"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
+	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
 	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
 
 ## System packages: checked with pkg-config / command -v, installed with apt-get when missing.
@@ -77,6 +78,12 @@ deps-bench: deps
 	  && [ -e /usr/share/nginx/modules-available/mod-nchan.conf -o -e /usr/lib/nginx/modules/ngx_nchan_module.so ] || { \
 	  echo "==> installing wrk, nginx, nchan and etcd"; $(APT_GET) update -qq \
 	  && $(APT_GET) install -y -qq wrk util-linux nginx libnginx-mod-nchan etcd-server gcc make >/dev/null; }
+
+## callgrind and callgrind_control (Debian's valgrind); objcopy (binutils) strips the debug sections valgrind cannot read.
+deps-valgrind:
+	@command -v valgrind >/dev/null && command -v callgrind_control >/dev/null && command -v objcopy >/dev/null || { \
+	  echo "==> installing valgrind and binutils"; $(APT_GET) update -qq \
+	  && $(APT_GET) install -y -qq valgrind binutils >/dev/null; }
 
 build: deps
 	$(SWIFT) build
@@ -171,6 +178,12 @@ bench-peers: deps-bench release
 ## writes the table into BENCHMARKS.md. Not part of make test.
 soak: release
 	python3 bench/soak.py --minutes 30
+
+## Instructions per PUT and per W2 write under callgrind, in memory and with --data-dir (ARCHITECTURE.md,
+## "Profile (callgrind)"); 2-3 minutes a run of the four. `make callgrind CALLGRIND_RUNS=3` for the spread.
+CALLGRIND_RUNS ?= 1
+callgrind: deps-valgrind release
+	python3 bench/callgrind.py --binary .build/release/obs-server --runs $(CALLGRIND_RUNS)
 
 clean:
 	rm -rf .build $(TSAN_DIR) $(STATIC_DIR) build

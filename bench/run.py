@@ -190,11 +190,13 @@ def main():
     for extra in args.extra:
         if Path(extra).exists():
             lines += [Path(extra).read_text()]
-    # The soak's section (`make soak`, 30 minutes) stays until the next soak replaces it.
+    # The instruction counts (`make callgrind`, by hand) and the soak's section (`make soak`, 30 minutes)
+    # stay until they are replaced.
     previous = Path(args.out).read_text() if Path(args.out).exists() else ""
-    soak = re.search(r"## Soak \(`make soak`\).*?(?=\n## |\Z)", previous, re.S)
-    if soak:
-        lines += ["", soak.group(0).rstrip(), ""]
+    for title in (r"## Instructions per write \(`make callgrind`\)", r"## Soak \(`make soak`\)"):
+        kept = re.search(title + r".*?(?=\n## |\Z)", previous, re.S)
+        if kept:
+            lines += ["", kept.group(0).rstrip(), ""]
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
     if any(r["non2xx"] for r in rows):

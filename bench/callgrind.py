@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Instructions per write under callgrind (`make callgrind`; ARCHITECTURE.md, "Profile (callgrind)").
+
+A fresh server per count, under `valgrind --tool=callgrind --instr-atstart=no` with one worker
+thread, on a free loopback port (--port 0), in memory and with a data directory (--sync full):
+
+  PUT       100 objects with one observer each (keyPath n, options new), each observer with an
+            SSE stream; then 2,000 PUTs {"value": i} round the objects, one connection, one at a time.
+  W2 write  one object, 1,000 observers on it, 1,000 streams; then 50 PUTs.
+
+Instrumentation is switched on (`callgrind_control -i on`) after the set-up, just after a heartbeat
+round, and off once every stream has read every delivery; the total is divided by the PUTs.
+Builds nothing: runs a copy of --binary without its debug sections (valgrind 3.19 and DWARF 5).
+"""
+import argparse
+import http.client
+import json
+import re
+import resource
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WORKLOADS = {"PUT": (100, 1, 2000), "W2 write": (1, 1000, 50)}  # objects, observers per object, PUTs
+
+
+def call(c, method, path, body=None):
+    c.request(method, path, body=None if body is None else json.dumps(body),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    if r.status >= 300:
+        raise SystemExit(f"{method} {path}: {r.status} {data[:200]!r}")
+    return json.loads(data) if data else {}
+
+
+class Stream:
+    """An observer's SSE stream on a plain socket; counts change records (chunked or not)."""
+
+    def __init__(self, port, observer):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.sock.sendall(f"GET /v1/observers/{observer}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "Accept: text/event-stream\r\n\r\n".encode())
+        self.sock.setblocking(False)
+        self.raw, self.text, self.headers, self.chunked = b"", b"", None, False
+        self.opened, self.records, self.keepalives = False, 0, 0
+
+    def feed(self, data):
+        self.raw += data
+        if self.headers is None:
+            head, sep, rest = self.raw.partition(b"\r\n\r\n")
+            if not sep:
+                return
+            if not head.startswith(b"HTTP/1.1 200"):
+                raise SystemExit(f"stream: {head[:200]!r}")
+            self.headers, self.raw = head.lower(), rest
+            self.chunked = b"transfer-encoding: chunked" in self.headers
+        if not self.chunked:
+            self.text, self.raw = self.text + self.raw, b""
+        while self.chunked:
+            line, sep, rest = self.raw.partition(b"\r\n")
+            if not sep or len(rest) < int(line, 16) + 2:
+                break
+            size = int(line, 16)
+            self.text, self.raw = self.text + rest[:size], rest[size + 2:]
+        *events, self.text = self.text.split(b"\n\n")
+        for event in events:
+            self.opened = True  # its first event (`retry:`; older servers a comment)
+            self.records += b'"observation":' in event
+            self.keepalives += event.startswith(b": keep-alive")
+
+
+def pump(streams, done, seconds, what):
+    """Reads every stream until done(stream) holds for all of them, for at most `seconds`."""
+    sel = selectors.DefaultSelector()
+    waiting = [s for s in streams if not done(s)]
+    for s in waiting:
+        sel.register(s.sock, selectors.EVENT_READ, s)
+    deadline = time.monotonic() + seconds
+    while waiting:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}: {len(waiting)} of {len(streams)} streams behind")
+        for key, _ in sel.select(timeout=1):
+            data = key.data.sock.recv(1 << 16)
+            if not data:
+                raise SystemExit(f"a stream closed while waiting for {what}")
+            key.data.feed(data)
+            if done(key.data):
+                sel.unregister(key.data.sock)
+        waiting = [s for s in waiting if not done(s)]
+    sel.close()
+
+
+def control(pid, switch):
+    r = subprocess.run(["callgrind_control", "-i", switch, str(pid)], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise SystemExit(f"callgrind_control -i {switch}: {r.stdout}{r.stderr}")
+
+
+def count(binary, durable, workload, keep):
+    objects, per_object, puts = WORKLOADS[workload]
+    tmp = Path(tempfile.mkdtemp(prefix="obs-callgrind-"))
+    out, log = tmp / "callgrind.out", tmp / "server.log"
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+           binary, "--host", "127.0.0.1", "--port", "0", "--threads", "1"]
+    if durable:
+        cmd += ["--data-dir", str(tmp / "data"), "--sync", "full"]
+    with open(log, "wb") as f:
+        server = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    streams = []
+    try:
+        deadline, port = time.monotonic() + 120, None
+        while port is None:
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", log.read_text(errors="replace"))
+            port = m and int(m.group(1))
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"server did not start: see {log}")
+            time.sleep(0.2)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        for o in range(objects):
+            call(c, "POST", "/v1/objects", {"id": f"o{o}", "values": {"n": 0}})
+            for _ in range(per_object):
+                oid = call(c, "POST", "/v1/observers", {"lease": 3600})["id"]
+                call(c, "POST", f"/v1/observers/{oid}/observations", {"object": f"o{o}", "keyPath": "n", "options": ["new"]})
+                streams.append(Stream(port, oid))
+        pump(streams, lambda s: s.opened, 300, "the streams to open")
+        c.close()  # idle while the streams opened: a fresh connection for the PUTs, opened before counting
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        call(c, "GET", "/healthz")
+        # Every --heartbeat-interval (15 s) the server wakes every stream: start counting just after
+        # such a round (the keep-alive on idle streams) so that a short count takes none.
+        for s in streams:  # what they hold already, then the next round's keep-alive
+            while True:
+                try:
+                    data = s.sock.recv(1 << 16)
+                except BlockingIOError:
+                    break
+                if not data:
+                    raise SystemExit("a stream closed before the count")
+                s.feed(data)
+            s.keepalives = 0
+        pump(streams[:1], lambda s: s.keepalives > 0, 40, "a heartbeat")
+        control(server.pid, "on")
+        start = time.monotonic()
+        for i in range(puts):
+            call(c, "PUT", f"/v1/objects/o{i % objects}/values/n", {"value": i + 1})
+        each = puts // objects
+        pump(streams, lambda s: s.records >= each, 600, "the deliveries")
+        control(server.pid, "off")
+        seconds = time.monotonic() - start
+        c.close()
+    finally:
+        if sys.exc_info()[0]:
+            print(f"count failed: its server log and data are in {tmp}", file=sys.stderr)
+        for s in streams:
+            s.sock.close()
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
+    if any(s.records != puts // objects for s in streams):
+        raise SystemExit("a stream got more deliveries than PUTs")
+    totals = re.search(r"^totals: (\d+)", out.read_text(), re.M)  # the header's summary: is 0 with --instr-atstart=no
+    if not totals:
+        raise SystemExit(f"no totals in {out}")
+    if keep:
+        print(f"  kept {tmp}", flush=True)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return int(totals.group(1)) / puts, seconds
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", default=".build/release/obs-server")
+    ap.add_argument("--modes", default="memory,durable", help="memory, durable or both")
+    ap.add_argument("--workloads", default="PUT,W2", help="PUT, W2 or both")
+    ap.add_argument("--runs", type=int, default=1, help="counts per cell (the table shows min and max)")
+    ap.add_argument("--keep", action="store_true", help="keep each count's callgrind.out, server log and data")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # so that the servers are stopped
+    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+        raise SystemExit("valgrind is not installed (make callgrind installs it)")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    # Valgrind 3.19 (Debian 12) gives up on the DWARF 5 that Swift 6 writes: a copy without debug
+    # sections runs the same machine code (function names stay, from the symbol table).
+    work = Path(tempfile.mkdtemp(prefix="obs-callgrind-bin-"))
+    binary = work / "obs-server"
+    subprocess.run(["objcopy", "--strip-debug", args.binary, str(binary)], check=True, timeout=120)
+    modes = args.modes.split(",")
+    names = [w for w in WORKLOADS if w.split()[0] in args.workloads.split(",")]
+    cells = {}
+    try:
+        for mode in modes:
+            for name in names:
+                for run in range(args.runs):
+                    n, seconds = count(str(binary), mode == "durable", name, args.keep)
+                    cells.setdefault((mode, name), []).append(n)
+                    late = "; over 14 s: may hold a heartbeat round, up to 1 % more" if seconds > 14 else ""
+                    print(f"{mode} {name} run {run + 1}: {n:,.0f} instructions ({seconds:.1f} s counted{late})",
+                          flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nInstructions per write ({args.binary}, {args.runs} run(s); min, and max when they differ):\n")
+    print("| mode | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for mode in modes:
+        row = []
+        for name in names:
+            lo, hi = min(cells[(mode, name)]), max(cells[(mode, name)])
+            row.append(f"{lo:,.0f}" + (f" – {hi:,.0f} (+{(hi - lo) / lo * 100:.2f} %)" if hi != lo else ""))
+        print(f"| {mode} | " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
