@@ -12,18 +12,18 @@ struct DeferredAnswerTests {
         answer.resolve(with: reply(204))
         let parks = Counter()
         let releases = Counter()
-        let held = answer.hold(park: { parks.add() }, release: { releases.add() })
+        let held = answer.hold(park: { parks.add() }, connection: releases)
         #expect(status(held ?? nil) == 204)
         #expect(parks.value == 0 && releases.value == 0)
         #expect(answer.take() == nil, "taken by hold")
     }
 
-    @Test("held, then resolved: parked once under hold, released once, then take has the answer")
+    @Test("held, then resolved: parked once under hold, resumed once, then take has the answer")
     func holdThenResolve() throws {
         let answer = DeferredAnswer()
         let parks = Counter()
         let releases = Counter()
-        #expect(answer.hold(park: { parks.add() }, release: { releases.add() }) == nil)
+        #expect(answer.hold(park: { parks.add() }, connection: releases) == nil)
         #expect(parks.value == 1 && releases.value == 0)
         #expect(answer.take() == nil, "nothing to take before the answer is known")
         answer.resolve(with: reply(201))
@@ -35,7 +35,7 @@ struct DeferredAnswerTests {
     @Test("a producer runs when the answer is taken (on the daemon's worker), not when it is resolved")
     func producerRunsAtTake() {
         let answer = DeferredAnswer()
-        _ = answer.hold(park: {}, release: {})
+        _ = answer.hold(park: {}, connection: Counter())
         let runs = Counter()
         answer.resolve {
             runs.add()
@@ -49,18 +49,18 @@ struct DeferredAnswerTests {
     func secondResolveIgnored(held: Bool) throws {
         let answer = DeferredAnswer()
         let releases = Counter()
-        if held { _ = answer.hold(park: {}, release: { releases.add() }) }
+        if held { _ = answer.hold(park: {}, connection: releases) }
         answer.resolve(with: reply(200))
         answer.resolve(with: reply(500))
         #expect(releases.value == (held ? 1 : 0))
-        let taken = held ? answer.take() : answer.hold(park: {}, release: {}) ?? nil
+        let taken = held ? answer.take() : answer.hold(park: {}, connection: Counter()) ?? nil
         #expect(status(taken) == 200, "the first answer wins")
     }
 
     @Test("an answer of none closes the connection unanswered", arguments: [true, false])
     func noAnswer(produced: Bool) throws {
         let answer = DeferredAnswer()
-        _ = answer.hold(park: {}, release: {})
+        _ = answer.hold(park: {}, connection: Counter())
         if produced { answer.resolve { nil } } else { answer.resolve(with: nil) }
         #expect(answer.take() == nil)
     }
@@ -90,9 +90,10 @@ func status(_ reply: Reply?) -> Int? {
     return response.status
 }
 
-/// Counts calls from any thread.
-final class Counter: Sendable {
+/// Counts calls from any thread; as a parked connection, counts its resumes.
+final class Counter: ParkedConnection {
     private let count = Locked(0)
     var value: Int { count.withLock { $0 } }
     func add() { count.withLock { $0 += 1 } }
+    func resume() { add() }
 }

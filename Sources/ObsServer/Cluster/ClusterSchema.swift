@@ -87,7 +87,8 @@ enum ClusterSchema {
             let incarnation = row[0].flatMap({ Int($0) }), let reported = row[1].flatMap({ Int($0) })
         else { throw ConfigError("cannot register node \(node)") }
         let previous = incarnation - 1
-        return Registration(incarnation: incarnation, previousDown: previous > reported && previous > 0 ? previous : nil)
+        return Registration(
+            incarnation: incarnation, previousDown: previous > reported && previous > 0 ? previous : nil)
     }
 
     /// Takes a session-level advisory lock if it is free; whether it was.

@@ -27,7 +27,7 @@ enum AnswerFirst {
     /// handled on this thread; false (make them at once) on any other thread.
     static func hold(_ deliveries: OutboxDeliveries) -> Bool {
         guard let pointer = pthread_getspecific(key) else { return false }
-        Unmanaged<PendingRequest>.fromOpaque(pointer).takeUnretainedValue().heldDeliveries.append(deliveries)
+        Unmanaged<PendingRequest>.fromOpaque(pointer).takeUnretainedValue().hold(deliveries)
         return true
     }
 }

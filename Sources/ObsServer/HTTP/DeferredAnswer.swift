@@ -14,7 +14,7 @@ import ObservationCore
 /// An answer that waits on the client's behalf (a poll) asks to hear if the client hangs up
 /// meanwhile (`onHangup`): the daemon then watches the parked connection's socket.
 ///
-/// Thread-safety: `phase` is one lock; `release` (the daemon's resume) is called after it.
+/// Thread-safety: one lock; the parked connection's `resume` is called after it.
 final class DeferredAnswer: Sendable {
     typealias Producer = @Sendable () -> Reply?
 
@@ -32,24 +32,29 @@ final class DeferredAnswer: Sendable {
 
     private enum Phase: Sendable {
         case waiting
-        case parked(Box)
+        case parked(any ParkedConnection)
         case ready(Answer)
         case taken
     }
 
-    private let phase = Locked(Phase.waiting)
-    private let hangup = Locked<Box?>(nil)
+    private struct State: Sendable {
+        var phase = Phase.waiting
+        var hangup: Box?
+    }
+
+    /// One lock, one allocation: an answer is made for every durable write.
+    private let state = Locked(State())
 
     init() {}
 
     /// Asks the daemon to run `handler` (once, on another thread) if the client hangs up while
     /// the connection is parked for this answer. Set it before the handler returns the answer.
     func onHangup(_ handler: @escaping @Sendable () -> Void) {
-        hangup.withLock { $0 = Box(call: handler) }
+        state.withLock { $0.hangup = Box(call: handler) }
     }
 
     /// What to run when the client hangs up while parked (nil: nothing: the daemon does not watch).
-    var hangupHandler: (@Sendable () -> Void)? { hangup.withLock { $0 }?.call }
+    var hangupHandler: (@Sendable () -> Void)? { state.withLock { $0.hangup }?.call }
 
     /// Provides the answer, made by `produce` on the daemon's worker (first call only); resumes
     /// the connection if it is parked.
@@ -63,33 +68,33 @@ final class DeferredAnswer: Sendable {
     }
 
     private func settle(_ answer: Answer) {
-        let release = phase.withLock { phase -> Box? in
-            switch phase {
+        let parked = state.withLock { state -> (any ParkedConnection)? in
+            switch state.phase {
             case .waiting:
-                phase = .ready(answer)
+                state.phase = .ready(answer)
                 return nil
-            case .parked(let release):
-                phase = .ready(answer)
-                return release
+            case .parked(let connection):
+                state.phase = .ready(answer)
+                return connection
             case .ready, .taken:
                 return nil
             }
         }
-        release?.call()
+        parked?.resume()
     }
 
     /// The daemon's side: the answer when it is known already (send it now, `.some`); else
-    /// nil, having called `park` (suspend the connection) under the lock, so that `release`
-    /// (resume it, then call `take`) can only come after it.
-    func hold(park: () -> Void, release: @escaping @Sendable () -> Void) -> Reply?? {
-        let answer = phase.withLock { phase -> Answer? in
-            switch phase {
+    /// nil, having called `park` (suspend the connection) under the lock, so that
+    /// `connection.resume()` (then `take`) can only come after it.
+    func hold(park: () -> Void, connection: any ParkedConnection) -> Reply?? {
+        let answer = state.withLock { state -> Answer? in
+            switch state.phase {
             case .waiting:
                 park()
-                phase = .parked(Box(call: release))
+                state.phase = .parked(connection)
                 return nil
             case .ready(let answer):
-                phase = .taken
+                state.phase = .taken
                 return answer
             case .parked, .taken:
                 preconditionFailure("a deferred answer is held once")
@@ -100,9 +105,9 @@ final class DeferredAnswer: Sendable {
 
     /// The answer, after `release` (nil: close unanswered; never unresolved, by the protocol).
     func take() -> Reply? {
-        let answer = phase.withLock { phase -> Answer? in
-            guard case .ready(let answer) = phase else { return nil }
-            phase = .taken
+        let answer = state.withLock { state -> Answer? in
+            guard case .ready(let answer) = state.phase else { return nil }
+            state.phase = .taken
             return answer
         }
         return answer.flatMap(Self.make)
@@ -114,4 +119,10 @@ final class DeferredAnswer: Sendable {
         case .produced(let produce): produce()
         }
     }
+}
+
+/// A connection parked for a deferred answer: resumed once the answer is known (from any
+/// thread). The daemon's request state, not a closure: parking allocates nothing.
+protocol ParkedConnection: AnyObject, Sendable {
+    func resume()
 }

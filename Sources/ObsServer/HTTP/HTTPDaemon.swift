@@ -250,15 +250,14 @@ final class HTTPDaemon: Sendable {
     private func park(_ pending: PendingRequest, _ connection: OpaquePointer, until deferred: DeferredAnswer)
         -> MHD_Result
     {
-        let handle = ConnectionHandle(pointer: connection)
         pending.phase = .parked(deferred)
-        let ready = deferred.hold {
-            countHeld(pending)
-            parked.withLock { $0[ObjectIdentifier(deferred)] = deferred }
-            MHD_suspend_connection(connection)
-        } release: {
-            MHD_resume_connection(handle.pointer)
-        }
+        pending.connection = ConnectionHandle(pointer: connection)
+        let ready = deferred.hold(
+            park: {
+                countHeld(pending)
+                parked.withLock { $0[ObjectIdentifier(deferred)] = deferred }
+                MHD_suspend_connection(connection)
+            }, connection: pending)
         guard let ready else {
             // Parked: libmicrohttpd serves this connection again only after we return, so the
             // watch is in `pending` before the resumed call looks for it.
@@ -377,4 +376,12 @@ struct ConnectionHandle: @unchecked Sendable {
     // resumes its connection once, after the event loop suspended it under the answer's lock:
     // uses never overlap.
     let pointer: OpaquePointer
+}
+
+extension PendingRequest: ParkedConnection {
+    /// Resumes the parked connection (once, from whoever resolved its answer): libmicrohttpd
+    /// calls the request's handler again, which sends the answer.
+    func resume() {
+        if let connection { MHD_resume_connection(connection.pointer) }
+    }
 }

@@ -35,8 +35,12 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     var answerHeaders: [(name: String, value: String)] = []
     /// `X-Request-Id`: the client's, or one made when the headers arrived.
     var requestID = ""
-    /// What the request's command left to do once its answer is sent (`AnswerFirst`).
-    var heldDeliveries: [OutboxDeliveries] = []
+    /// What the request's command left to do once its answer is sent (`AnswerFirst`); a request
+    /// that issues more than one command (none does today) keeps the rest in `moreDeliveries`.
+    var heldDeliveries: OutboxDeliveries?
+    var moreDeliveries: [OutboxDeliveries] = []
+    /// The connection, while it is parked for a deferred answer (which resumes it).
+    var connection: ConnectionHandle?
     /// The hang-up watcher's token for the socket, while a parked answer asks for it.
     var watch: (socket: Int32, token: UInt64)?
     let started = BootClock.nanoseconds
@@ -49,9 +53,17 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
 
     /// Makes the deliveries held for the answer (once: the list is emptied).
     func makeHeldDeliveries() {
-        guard !heldDeliveries.isEmpty else { return }
-        for deliveries in heldDeliveries { deliveries.make() }
-        heldDeliveries.removeAll()
+        guard let first = heldDeliveries else { return }
+        heldDeliveries = nil
+        first.make()
+        guard !moreDeliveries.isEmpty else { return }
+        for deliveries in moreDeliveries { deliveries.make() }
+        moreDeliveries.removeAll()
+    }
+
+    /// Holds a command's deliveries until the answer is sent.
+    func hold(_ deliveries: OutboxDeliveries) {
+        if heldDeliveries == nil { heldDeliveries = deliveries } else { moreDeliveries.append(deliveries) }
     }
 
     /// The request as the handlers see it, its headers, query and body moved into it (not

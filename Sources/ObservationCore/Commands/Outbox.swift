@@ -45,7 +45,6 @@ final class Outbox: Sendable {
         deliver(performQueued())
     }
 
-
     /// Puts everything queued so far into the logs, in order; the deliveries are the caller's
     /// to make once it holds no lock (`deliver`).
     func performQueued() -> OutboxDeliveries {
