@@ -20,25 +20,26 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     let path: String
     /// How a stream answer would be framed (from the request's HTTP version).
     let framing: StreamConnection.Framing
-    // Unchecked exclusivity: libmicrohttpd hands a request to one callback at a time, and
-    // these are changed in place on every request (the body appended, all three moved out):
-    // the run-time check cost about 200 instructions a request.
+    // Unchecked exclusivity (here and below): libmicrohttpd hands a request to one callback at
+    // a time, and these are changed in place on every request (the body appended, all three
+    // moved out; the route and headers set through `RequestContext`): the run-time checks cost
+    // about 200 instructions a request.
     @exclusivity(unchecked) var headers = HTTPHeaders()
     /// Query arguments as libmicrohttpd hands them over (still percent-encoded).
     @exclusivity(unchecked) var query: [String: String] = [:]
     @exclusivity(unchecked) var body: [UInt8] = []
-    var phase = Phase.reading
-    var rejection: APIError?
+    @exclusivity(unchecked) var phase = Phase.reading
+    @exclusivity(unchecked) var rejection: APIError?
     /// Counted in the daemon's `held` (its answer waited), until it completes.
     var countedHeld = false
-    var route = RouteLabel.unrouted
-    var answerHeaders: [(name: String, value: String)] = []
+    @exclusivity(unchecked) var route = RouteLabel.unrouted
+    @exclusivity(unchecked) var answerHeaders: [(name: String, value: String)] = []
     /// `X-Request-Id`: the client's, or one made when the headers arrived.
     var requestID = ""
     /// What the request's command left to do once its answer is sent (`AnswerFirst`); a request
     /// that issues more than one command (none does today) keeps the rest in `moreDeliveries`.
-    var heldDeliveries: OutboxDeliveries?
-    var moreDeliveries: [OutboxDeliveries] = []
+    @exclusivity(unchecked) var heldDeliveries: OutboxDeliveries?
+    @exclusivity(unchecked) var moreDeliveries: [OutboxDeliveries] = []
     /// The connection, while it is parked for a deferred answer (which resumes it).
     var connection: ConnectionHandle?
     /// The hang-up watcher's token for the socket, while a parked answer asks for it.
