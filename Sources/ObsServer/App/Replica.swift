@@ -20,6 +20,8 @@ protocol Replica: Sendable {
 
     /// `read`, once this replica has applied everything committed when the request arrived.
     func barrier(_ read: @escaping @Sendable () -> Reply) -> Reply
+    /// Whether reads may have to wait (`barrier` is not always at once): a cluster node's.
+    var hasReadBarrier: Bool { get }
 
     /// Opens a stream on an observer's log (nil: the admin log): counted (it holds the observer's
     /// lease, under `--max-streams`) until `close` runs.
@@ -44,6 +46,7 @@ protocol Replica: Sendable {
 
 extension Replica {
     func barrier(_ read: @escaping @Sendable () -> Reply) -> Reply { read() }
+    var hasReadBarrier: Bool { false }
     var unavailability: CoreError? { nil }
     var isWritable: Bool { store.isWritable }
     var streamCount: Int { store.stats().streams }

@@ -72,7 +72,8 @@ final class Server: Sendable {
         if let cors = config.cors { middleware.append(CORSMiddleware(policy: cors)) }
         middleware.append(
             AuthMiddleware(authenticator: Authenticator(token: config.token, store: replica.store), replica: replica))
-        middleware.append(ReadBarrierMiddleware(replica: replica))
+        // Reads wait only on a cluster node (elsewhere the step would pass every request on).
+        if replica.hasReadBarrier { middleware.append(ReadBarrierMiddleware(replica: replica)) }
 
         var options = HTTPDaemonOptions(
             host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes, logger: logger)

@@ -25,6 +25,8 @@ struct ClusterReplica: Replica {
         return .later(answer)
     }
 
+    var hasReadBarrier: Bool { true }
+
     func barrier(_ read: @escaping @Sendable () -> Reply) -> Reply {
         let answer = DeferredAnswer()
         node.afterCatchingUp { answer.resolve(read) }

@@ -11,7 +11,7 @@ struct ActivityMiddleware: Middleware {
 }
 
 /// Latency figures by route and status, taken when the answer is sent (however late).
-struct MetricsMiddleware: Middleware {
+struct MetricsMiddleware: Middleware, AnswerObserver {
     let metrics: RequestMetrics
 
     func handle(_ request: HTTPRequest, _ context: any RequestContext, next: @escaping Responder) -> Reply {

@@ -7,22 +7,22 @@ typealias Responder = @Sendable (HTTPRequest, any RequestContext) -> Reply
 /// Thread-safety: called on every worker thread at once.
 protocol Middleware: Sendable {
     func handle(_ request: HTTPRequest, _ context: any RequestContext, next: @escaping Responder) -> Reply
-    /// Told of every answer as it is sent, however late: its status.
-    func answered(_ status: Int, _ context: any RequestContext)
 }
 
-extension Middleware {
-    func answered(_ status: Int, _ context: any RequestContext) {}
+/// A middleware that is told of every answer as it is sent, however late: its status.
+protocol AnswerObserver: Sendable {
+    func answered(_ status: Int, _ context: any RequestContext)
 }
 
 /// The middleware in order, then the router, frozen into one responder when the server is
 /// built (each step's `next` is made once here, not per request).
 struct MiddlewareChain: Sendable {
     let respond: Responder
-    private let middleware: [any Middleware]
+    /// The middleware that observes answers (most do not: they are not called for them).
+    private let observers: [any AnswerObserver]
 
     init(_ middleware: [any Middleware], router: Router) {
-        self.middleware = middleware
+        observers = middleware.compactMap { $0 as? any AnswerObserver }
         var next: Responder = { request, context in
             // A request the daemon refused (its body is over the limit) is answered with that,
             // after the middleware in front (CORS headers, the request's figures).
@@ -36,8 +36,8 @@ struct MiddlewareChain: Sendable {
         respond = next
     }
 
-    /// Tells every middleware of an answer as it is sent.
+    /// Tells the middleware that observes answers of one as it is sent.
     func answered(_ status: Int, _ context: any RequestContext) {
-        for step in middleware { step.answered(status, context) }
+        for observer in observers { observer.answered(status, context) }
     }
 }
