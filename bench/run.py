@@ -190,12 +190,13 @@ def main():
     for extra in args.extra:
         if Path(extra).exists():
             lines += [Path(extra).read_text()]
-    # The instruction counts (`make callgrind`, by hand) and the soak's section (`make soak`, 30 minutes)
-    # stay until they are replaced.
+    # Every section this run did not write stays (the instruction counts of `make callgrind`, the
+    # soak's, the profiles and measurements made by hand) until a run replaces it.
     previous = Path(args.out).read_text() if Path(args.out).exists() else ""
-    for title in (r"## Instructions per write \(`make callgrind`\)", r"## Soak \(`make soak`\)"):
-        kept = re.search(title + r".*?(?=\n## |\Z)", previous, re.S)
-        if kept:
+    written = {line for item in lines for line in item.splitlines() if line.startswith("## ")}
+    for kept in re.finditer(r"^## .*?(?=\n## |\Z)", previous, re.S | re.M):
+        title = kept.group(0).splitlines()[0]
+        if title not in written:
             lines += ["", kept.group(0).rstrip(), ""]
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
