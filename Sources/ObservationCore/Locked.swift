@@ -1,5 +1,5 @@
 #if OBS_TSAN
-    import Foundation
+    public import Foundation  // `NSLock` in the inlinable init
 #else
     public import Synchronization
 #endif
