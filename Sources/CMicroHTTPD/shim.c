@@ -2,6 +2,8 @@
 #include "CMicroHTTPD.h"
 
 #include <sched.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -101,6 +103,14 @@ int cmhd_connection_socket(struct MHD_Connection *connection) {
     // Why: MHD_get_connection_info is variadic.
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+int cmhd_connection_unsent_bytes(struct MHD_Connection *connection) {
+    // Why: ioctl is variadic.
+    int fd = cmhd_connection_socket(connection);
+    int queued = 0;
+    if (fd < 0 || ioctl(fd, SIOCOUTQ, &queued) != 0) return -1;
+    return queued;
 }
 
 int cmhd_listen_socket(struct MHD_Daemon *daemon) {

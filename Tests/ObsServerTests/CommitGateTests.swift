@@ -4,7 +4,7 @@ import Testing
 @testable import ObsServer
 
 /// The commit gate without a committer: `hold` as a durable write's answer, `open`, `refuse`
-/// and `abandon` as the committer.
+/// as the committer.
 @Suite("CommitGate: answers wait until what they report is durable")
 struct CommitGateTests {
     private let written = HTTPResponse(status: 200, contentType: "", body: [])
@@ -21,7 +21,7 @@ struct CommitGateTests {
         let gate = CommitGate(durable: 0)
         var answers: [DeferredAnswer] = []
         for ticket in [3, 1, 2, 5] { answers.append(try #require(deferred(gate.hold(written, until: ticket)))) }
-        for answer in answers { #expect(answer.hold(park: {}, connection: Counter()) == nil) }
+        for answer in answers { #expect(answer.hold(park: { true }, connection: Counter()) == nil) }
         #expect(gate.oldestWait != nil)
         gate.open(through: 3)
         #expect(answers.map { status($0.take()) } == [200, 200, 200, nil])
@@ -36,7 +36,7 @@ struct CommitGateTests {
     func refusedRange() throws {
         let gate = CommitGate(durable: 10)
         let parked = try #require(deferred(gate.hold(written, until: 12)))
-        _ = parked.hold(park: {}, connection: Counter())
+        _ = parked.hold(park: { true }, connection: Counter())
         gate.refuse(through: 13, with: APIError(status: 503, code: "unavailable", message: "undone"))
         #expect(status(parked.take()) == 503)
         #expect(status(gate.hold(written, until: 13)) == 503, "a late answer of the range")
@@ -45,18 +45,13 @@ struct CommitGateTests {
         #expect(status(later.take()) == 200)
     }
 
-    @Test("abandon closes every waiting answer unanswered, and any that comes after it")
-    func abandon() throws {
-        let gate = CommitGate(durable: 0)
-        let waiting = try #require(deferred(gate.hold(written, until: 1)))
-        _ = waiting.hold(park: {}, connection: Counter())
-        gate.abandon()
-        #expect(waiting.take() == nil)
-        let late = try #require(deferred(gate.hold(written, until: 2)))
-        guard case .some(nil) = late.hold(park: {}, connection: Counter()) else {
-            Issue.record("a late answer after abandon is resolved with no answer already")
-            return
-        }
+    @Test("a late answer of a rolled-back range stays refused after later commits pass its position")
+    func refusedBeforeDurable() {
+        let gate = CommitGate(durable: 10)
+        gate.refuse(through: 12, with: APIError(status: 503, code: "unavailable", message: "undone"))
+        gate.open(through: 20)
+        #expect(status(gate.hold(written, until: 11)) == 503)
+        #expect(status(gate.hold(written, until: 13)) == 200)
     }
 }
 

@@ -12,7 +12,10 @@ struct DeferredAnswerTests {
         answer.resolve(with: reply(204))
         let parks = Counter()
         let releases = Counter()
-        let held = answer.hold(park: { parks.add() }, connection: releases)
+        let held = answer.hold(
+            park: {
+                parks.add(); return true
+            }, connection: releases)
         #expect(status(held ?? nil) == 204)
         #expect(parks.value == 0 && releases.value == 0)
         #expect(answer.take() == nil, "taken by hold")
@@ -23,7 +26,11 @@ struct DeferredAnswerTests {
         let answer = DeferredAnswer()
         let parks = Counter()
         let releases = Counter()
-        #expect(answer.hold(park: { parks.add() }, connection: releases) == nil)
+        #expect(
+            answer.hold(
+                park: {
+                    parks.add(); return true
+                }, connection: releases) == nil)
         #expect(parks.value == 1 && releases.value == 0)
         #expect(answer.take() == nil, "nothing to take before the answer is known")
         answer.resolve(with: reply(201))
@@ -35,7 +42,7 @@ struct DeferredAnswerTests {
     @Test("a producer runs when the answer is taken (on the daemon's worker), not when it is resolved")
     func producerRunsAtTake() {
         let answer = DeferredAnswer()
-        _ = answer.hold(park: {}, connection: Counter())
+        _ = answer.hold(park: { true }, connection: Counter())
         let runs = Counter()
         answer.resolve {
             runs.add()
@@ -49,20 +56,32 @@ struct DeferredAnswerTests {
     func secondResolveIgnored(held: Bool) throws {
         let answer = DeferredAnswer()
         let releases = Counter()
-        if held { _ = answer.hold(park: {}, connection: releases) }
+        if held { _ = answer.hold(park: { true }, connection: releases) }
         answer.resolve(with: reply(200))
         answer.resolve(with: reply(500))
         #expect(releases.value == (held ? 1 : 0))
-        let taken = held ? answer.take() : answer.hold(park: {}, connection: Counter()) ?? nil
+        let taken = held ? answer.take() : answer.hold(park: { true }, connection: Counter()) ?? nil
         #expect(status(taken) == 200, "the first answer wins")
     }
 
     @Test("an answer of none closes the connection unanswered", arguments: [true, false])
     func noAnswer(produced: Bool) throws {
         let answer = DeferredAnswer()
-        _ = answer.hold(park: {}, connection: Counter())
+        _ = answer.hold(park: { true }, connection: Counter())
         if produced { answer.resolve { nil } } else { answer.resolve(with: nil) }
         #expect(answer.take() == nil)
+    }
+
+    @Test("a park the daemon refuses (it is stopping) closes unanswered, and the answer is dropped")
+    func refusedPark() {
+        let answer = DeferredAnswer()
+        let resumes = Counter()
+        guard case .some(nil) = answer.hold(park: { false }, connection: resumes) else {
+            Issue.record("a refused park must close the connection unanswered")
+            return
+        }
+        answer.resolve(with: reply(200))
+        #expect(resumes.value == 0, "nothing to resume: it never parked")
     }
 
     @Test("the hang-up handler: none unless asked for; the one set is the one run")

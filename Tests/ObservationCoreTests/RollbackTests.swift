@@ -79,4 +79,44 @@ struct RollbackTests {
         #expect(try visibleState(store) == visibleState(Store(restoring: directory.image)))
         #expect(store.flushQueued(.idle) == 0, "the undone posting is gone")
     }
+
+    @Test("after a rollback, a restart continues positions after the highest stored one (the gap stays a gap)")
+    func restartAfterARollback() throws {
+        let (store, durable, _) = try durableStore()
+        var directory = durable
+        _ = try store.setValue(2, of: "a", at: "n")
+        let failed = store.takeBatch()
+        try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
+        _ = try store.setValue(3, of: "a", at: "n")
+        let after = store.takeBatch()
+        directory.apply(after)
+        let stored = try #require(after.commands.last?.position)
+        let restarted = try Store(restoring: directory.image)
+        #expect(restarted.journalSequence == stored)
+        let next = try restarted.submit(
+            Command(
+                time: Timestamp(milliseconds: 1),
+                .setValue(
+                    object: "a", keyPath: "n", value: 4, ifRevision: nil)))
+        #expect(try #require(next.ticket) > stored, "a new change never takes a stored position")
+        #expect(try restarted.value(of: "a", at: "n").value == 4)
+    }
+
+    @Test(
+        "an observer's log made anew by a rollback shows its durable events; a kept log whose observer is undone ends")
+    func freshAndOrphanedLogs() throws {
+        let (store, durable, id) = try durableStore()
+        var directory = durable
+        // Durable: the observer's log will be made anew (it held no unpublished events, and the
+        // observer is gone from the live state when the rollback comes).
+        _ = try store.deleteObserver(id)
+        let newcomer = try store.createObserver(ObserverSettings()).observer.id
+        let orphan = try store.openStream(of: newcomer)
+        let failed = store.takeBatch()
+        try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
+        let back = try store.openStream(of: id)
+        #expect(back.visibleID == back.lastID && back.lastID >= 1, "its replayed durable events are shown")
+        #expect(orphan.isClosed, "the undone observer's stream ends")
+        directory.apply(store.takeBatch())
+    }
 }

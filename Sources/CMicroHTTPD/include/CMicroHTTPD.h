@@ -40,6 +40,10 @@ struct MHD_Daemon *_Nullable cmhd_start_daemon(const cmhd_daemon_config *_Nonnul
 /// The socket of a connection (for watching it and setting TCP options on it), or -1.
 int cmhd_connection_socket(struct MHD_Connection *_Nonnull connection);
 
+/// Bytes queued on the connection's socket and not yet acknowledged by the peer (SIOCOUTQ), or
+/// -1: a peer that does not read lets them pile up.
+int cmhd_connection_unsent_bytes(struct MHD_Connection *_Nonnull connection);
+
 /// The port the daemon listens on (useful after binding port 0).
 uint16_t cmhd_bound_port(struct MHD_Daemon *_Nonnull daemon);
 

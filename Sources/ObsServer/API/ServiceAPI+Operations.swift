@@ -70,8 +70,9 @@ extension ServiceAPI {
         }
         metric("obs_uptime_seconds", "gauge", "Seconds since start.", "\(counters.uptimeSeconds)")
         metric(
-            "obs_writable", "gauge", "1 while writes are accepted; 0 while the data directory refuses them (503).",
-            store.isWritable ? "1" : "0")
+            "obs_writable", "gauge",
+            "1 while writes are accepted; 0 while the data directory or the cluster's database refuses them (503).",
+            replica.isWritable ? "1" : "0")
         for (name, type, help, value) in replica.metrics { metric(name, type, help, value) }
         metrics.render(into: &text)
         return HTTPResponse(

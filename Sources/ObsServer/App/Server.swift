@@ -31,7 +31,7 @@ final class Server: Sendable {
             let store = Store(limits: config.limits, renderer: .http)
             let node = ClusterNode(
                 settings: ClusterSettings(
-                    url: url, nodeID: config.nodeID ?? "\(ProcessInfo.processInfo.hostName):\(config.port)",
+                    url: url, nodeID: config.nodeName,
                     checkpointEvery: config.checkpointCommands, commitTimeout: config.commitTimeout),
                 store: store, limits: config.limits, logger: logger)
             replica = ClusterReplica(store: store, node: node, hub: hub, maxStreams: config.maxStreams)

@@ -6,10 +6,18 @@ import ObservationCore
 /// each a direct write to a socket) are held by the request, and made once libmicrohttpd has
 /// written its answer (the request's completion). Their events are in the logs already, so a
 /// read or a stream that comes meanwhile sees them; only the wake-ups wait, by one answer.
+/// Only a small answer to a peer that reads is waited for (`HTTPDaemon.finish`): anything that
+/// might not be written at once (a large answer, bytes piling up unread) has its deliveries made
+/// at once, so no client can hold up the wakes of the logs its writes touch.
 ///
 /// Per worker thread: the request being handled on it, as a thread-specific value (set and
 /// cleared around the middleware chain; a worker handles one request at a time).
 enum AnswerFirst {
+    /// The largest answer, and the most bytes already waiting unread on its socket, with which
+    /// a request holds its deliveries: below both, the answer is written in the same turn of
+    /// libmicrohttpd's loop (a socket's send buffer starts at 16 KiB), so the hold is short.
+    static let maxHeldAnswerBytes = 4096
+
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key for held deliveries")

@@ -108,12 +108,16 @@ final class DeferredAnswer: Sendable {
 
     /// The daemon's side: the answer when it is known already (send it now, `.some`); else
     /// nil, having called `park` (suspend the connection) under the lock, so that
-    /// `connection.resume()` (then `take`) can only come after it.
-    func hold(park: () -> Void, connection: any ParkedConnection) -> Reply?? {
+    /// `connection.resume()` (then `take`) can only come after it. A `park` that refuses (the
+    /// daemon is stopping) gets none (`.some(nil)`: close unanswered), and the answer is dropped.
+    func hold(park: () -> Bool, connection: any ParkedConnection) -> Reply?? {
         let answer = withState { state -> Answer? in
             switch state.phase {
             case .waiting:
-                park()
+                guard park() else {
+                    state.phase = .taken
+                    return .made(nil)
+                }
                 state.phase = .parked(connection)
                 return nil
             case .ready(let answer):

@@ -49,8 +49,9 @@ final class HTTPDaemon: Sendable {
     /// sent, or connection gone): `stop()` waits for them, so an answer queued just before the
     /// stop is sent, not cut off by it.
     private let held = Locked(0)
-    /// Deferred answers whose connections are parked (`stop()` gives up on those left).
-    private let parked = Locked<[ObjectIdentifier: DeferredAnswer]>([:])
+    /// Deferred answers whose connections are parked (`stop()` gives up on those left), and
+    /// whether the daemon is stopping (then nothing parks any more).
+    private let parked = Locked<(answers: [ObjectIdentifier: DeferredAnswer], stopping: Bool)>(([:], false))
     /// Notices stream clients that hang up.
     let watcher: SocketWatcher
     /// Tells a parked stream when its socket has room for the rest of a direct write.
@@ -126,9 +127,14 @@ final class HTTPDaemon: Sendable {
         // libmicrohttpd must not be stopped with parked connections.
         for stream in streams.withLock({ Array($0.open.values) }) { stream.abort() }
         Self.wait(for: .seconds(2), while: streamsOpen)
-        if answersHeld() {
-            for answer in parked.withLock({ Array($0.values) }) { answer.resolve(with: nil) }
-            Self.wait(for: .seconds(2), while: answersHeld)
+        // From now on nothing parks; what is parked is given up on (closed unanswered), and
+        // whatever parked while it was looked at is given up on at the next look.
+        parked.withLock { $0.stopping = true }
+        let giveUp = { for answer in self.parked.withLock({ Array($0.answers.values) }) { answer.resolve(with: nil) } }
+        giveUp()
+        Self.wait(for: .seconds(2)) {
+            giveUp()
+            return answersHeld()
         }
         MHD_stop_daemon(handle.pointer)
         watcher.stop()
@@ -193,6 +199,10 @@ final class HTTPDaemon: Sendable {
         if let context {
             let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
             daemon.unwatch(pending)
+            // A parked request that ends without being resumed (its connection closed) leaves no entry.
+            if case .parked(let deferred) = pending.phase {
+                daemon.parked.withLock { $0.answers[ObjectIdentifier(deferred)] = nil }
+            }
             if pending.countedHeld { daemon.held.withLock { $0 -= 1 } }
         }
         requestContext.pointee = nil
@@ -222,15 +232,24 @@ final class HTTPDaemon: Sendable {
     private func finish(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
         if case .parked(let deferred) = pending.phase {
             pending.phase = .reading
-            parked.withLock { $0[ObjectIdentifier(deferred)] = nil }
+            parked.withLock { $0.answers[ObjectIdentifier(deferred)] = nil }
             unwatch(pending)
             return send(deferred.take(), pending, connection)
         }
         let reply = AnswerFirst.handling(pending) { chain.respond(pending.takeRequest(), pending) }
         let result = send(reply, pending, connection)
-        // An answer sent now goes before the fan-out (made at the request's completion); a
-        // stream or a parked answer has nothing to go before.
-        if case .now = reply, result == .YES {} else { pending.makeHeldDeliveries() }
+        // A small answer to a peer that reads goes before the fan-out: libmicrohttpd writes it in
+        // this turn of its loop and completes the request (which makes the held deliveries). A
+        // stream or a parked answer has nothing to go before; a large answer, or one to a peer
+        // with bytes piling up unread, might not complete soon, and its deliveries would wait
+        // with it (and, the logs waiting for one wake, everyone else's).
+        guard case .now(let answer) = reply, result == .YES, pending.heldDeliveries != nil,
+            answer.body.count <= AnswerFirst.maxHeldAnswerBytes,
+            (0...AnswerFirst.maxHeldAnswerBytes).contains(Int(cmhd_connection_unsent_bytes(connection)))
+        else {
+            pending.makeHeldDeliveries()
+            return result
+        }
         return result
     }
 
@@ -254,9 +273,15 @@ final class HTTPDaemon: Sendable {
         pending.connection = ConnectionHandle(pointer: connection)
         let ready = deferred.hold(
             park: {
+                let parks = parked.withLock { parked in
+                    guard !parked.stopping else { return false }
+                    parked.answers[ObjectIdentifier(deferred)] = deferred
+                    return true
+                }
+                guard parks else { return false }
                 countHeld(pending)
-                parked.withLock { $0[ObjectIdentifier(deferred)] = deferred }
                 MHD_suspend_connection(connection)
+                return true
             }, connection: pending)
         guard let ready else {
             // Parked: libmicrohttpd serves this connection again only after we return, so the

@@ -37,7 +37,8 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     /// `X-Request-Id`: the client's, or one made when the headers arrived.
     var requestID = ""
     /// What the request's command left to do once its answer is sent (`AnswerFirst`); a request
-    /// that issues more than one command (none does today) keeps the rest in `moreDeliveries`.
+    /// that issues more than one command (a poll that opens and closes its stream) keeps the
+    /// rest in `moreDeliveries`.
     @exclusivity(unchecked) var heldDeliveries: OutboxDeliveries?
     @exclusivity(unchecked) var moreDeliveries: [OutboxDeliveries] = []
     /// The connection, while it is parked for a deferred answer (which resumes it).

@@ -3,7 +3,7 @@ import ObservationCore
 /// Buffers for direct writes, kept for the next: a fresh 16 KiB buffer per write was an
 /// aligned `malloc` and a `free` that consolidates glibc's heap, on every event of every
 /// stream. A writer takes one for the length of its write; at most `kept` idle ones stay
-/// (as many as threads write at once, in practice: the event loop and the committer).
+/// (a few threads write at once: the workers making a request's wakes, and the committer).
 ///
 /// Thread-safety: any thread; a buffer belongs to the one `with` call that took it.
 final class ScratchBuffers: Sendable {

@@ -7,23 +7,9 @@ struct AuthMiddleware: Middleware {
 
     func handle(_ request: HTTPRequest, _ context: any RequestContext, next: @escaping Responder) -> Reply {
         guard let refusal = authenticator.refusal(for: request) else { return next(request, context) }
-        guard refusal.status == 401 else { return .now(refusal.response) }
+        guard refusal.status == 401, replica.hasReadBarrier else { return .now(refusal.response) }
         return replica.barrier { [authenticator] in
             authenticator.refusal(for: request).map { .now($0.response) } ?? next(request, context)
         }
-    }
-}
-
-/// A read (an API `GET` or `HEAD`, an event stream) is answered once the replica has applied
-/// everything committed when it arrived: read-your-writes across cluster nodes (at once on
-/// a single server).
-struct ReadBarrierMiddleware: Middleware {
-    let replica: any Replica
-
-    func handle(_ request: HTTPRequest, _ context: any RequestContext, next: @escaping Responder) -> Reply {
-        guard request.method == .get || request.method == .head, request.path.hasPrefix("/v1/") else {
-            return next(request, context)
-        }
-        return replica.barrier { next(request, context) }
     }
 }

@@ -22,7 +22,6 @@ final class CommitGate: Sendable {
         var waiting: [Waiter] = []
         /// Positions rolled back, with the answer their tickets get (one range per rollback).
         var refused: [(positions: ClosedRange<Int>, error: APIError)] = []
-        var abandoned = false
     }
 
     private let state: Locked<State>
@@ -35,19 +34,16 @@ final class CommitGate: Sendable {
     }
 
     /// `response` now when `ticket` is durable (or its refusal, when it was rolled back);
-    /// else later, once it is. After `abandon`, a waiting answer is never sent.
+    /// else later, once it is (at shutdown the daemon gives up on answers still waiting).
     func hold(_ response: HTTPResponse, until ticket: Int) -> Reply {
         state.withLock { state in
-            guard ticket > state.durable else { return .now(response) }
+            // Refused first: a late answer of an undone write stays refused after later commits.
             if let refused = state.refused.last(where: { $0.positions.contains(ticket) }) {
                 return .now(refused.error.response)
             }
+            guard ticket > state.durable else { return .now(response) }
             let answer = DeferredAnswer()
-            if state.abandoned {
-                answer.resolve(with: nil)
-            } else {
-                state.waiting.append(Waiter(ticket: ticket, answer: answer, response: response, since: .now))
-            }
+            state.waiting.append(Waiter(ticket: ticket, answer: answer, response: response, since: .now))
             return .later(answer)
         }
     }
@@ -70,16 +66,6 @@ final class CommitGate: Sendable {
             return state.waiting.take { $0.ticket <= position }
         }
         for waiter in refused { waiter.answer.resolve(with: .now(error.response)) }
-    }
-
-    /// Shutdown while commits fail: the answers still waiting will never be known durable, and
-    /// close unanswered.
-    func abandon() {
-        let abandoned = state.withLock { state in
-            state.abandoned = true
-            return state.waiting.take { _ in true }
-        }
-        for waiter in abandoned { waiter.answer.resolve(with: nil) }
     }
 
     var durable: Int { state.withLock { $0.durable } }

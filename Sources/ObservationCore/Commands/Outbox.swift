@@ -42,7 +42,7 @@ final class Outbox: Sendable {
 
     /// Performs everything queued so far, in order.
     func perform() {
-        deliver(performQueued())
+        performQueued().make()
     }
 
     /// Puts everything queued so far into the logs, in order; the deliveries are the caller's
@@ -81,10 +81,6 @@ final class Outbox: Sendable {
         return OutboxDeliveries(wake: wake, barriers: barriers, timer: tellTimer ? timer.withLock { $0 } : nil)
     }
 
-    /// Makes what `performQueued` left to do (no lock held).
-    func deliver(_ deliveries: OutboxDeliveries) {
-        deliveries.make()
-    }
 }
 
 /// What performing a batch of effects left to do once no lock is held: barriers to hand over,

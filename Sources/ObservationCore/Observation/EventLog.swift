@@ -195,7 +195,8 @@ public final class EventLog: Sendable {
 
     /// Forgets the events no stream may see yet (their changes were rolled back, never made
     /// durable): the next event takes the id after the last published one, and a close the
-    /// rollback undid is undone too. Call with every queued append performed (the outbox's lock held).
+    /// rollback undid is undone too. Call with every queued append performed and none to come
+    /// (under the store's lock, after the outbox performed what was queued).
     func discardUnpublished() {
         state.withLock { state in
             state.closed = false

@@ -19,8 +19,11 @@ public enum EntityKind: String, Sendable, CaseIterable {
 /// persists. Positions continue across restarts (`init(enabled:after:)`).
 struct Journal: Sendable {
     let enabled: Bool
-    /// The position of the last command recorded.
+    /// The last position given (a rollback skips the ones it undid: see `skip`).
     private(set) var sequence: Int
+    /// The position of the last command recorded: what an answer that recorded nothing (a
+    /// deduplicated registration, an idempotent replay) waits for.
+    private(set) var lastRecorded: Int
     /// The commands recorded since the last take: their positions and encodings.
     private(set) var commands: [(position: Int, bytes: [UInt8])] = []
     private(set) var changed: [EntityKind: Set<String>] = [:]
@@ -33,6 +36,7 @@ struct Journal: Sendable {
     init(enabled: Bool, after position: Int = 0) {
         self.enabled = enabled
         self.sequence = position
+        self.lastRecorded = position
     }
 
     /// Nothing waits to be committed.
@@ -42,6 +46,7 @@ struct Journal: Sendable {
     mutating func record(_ encoded: [UInt8]) -> Int? {
         guard enabled else { return nil }
         sequence += 1
+        lastRecorded = sequence
         sinceCheckpoint += 1
         commands.append((sequence, encoded))
         return sequence
@@ -88,6 +93,12 @@ struct Journal: Sendable {
     /// a later commit.
     mutating func skip(to position: Int) {
         sequence = max(sequence, position)
+    }
+
+    /// The command just recorded is at `position` (replaying a stored log, gaps and all).
+    mutating func recorded(at position: Int) {
+        sequence = max(sequence, position)
+        lastRecorded = sequence
     }
 
     /// Forgets held logs and recorded commands (they came from the data directory: durable already).

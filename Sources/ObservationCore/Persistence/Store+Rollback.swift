@@ -48,15 +48,23 @@ extension Store {
             restored.observers.adoptStreams(from: state.observers, at: time)
             restored.journal.skip(to: state.journal.sequence)
             restored.outage = state.outage
-            state = restored
-            sequenceCounter.store(restored.journal.sequence, ordering: .releasing)
-            outbox.reset(revision: restored.revision)
             var timer = Effects()
             timer.timerMustLook = true  // leases and queued postings are the durable ones now
+            for id in restored.observers.ids {
+                guard let record = restored.observers[id] else { continue }
+                // A new log holds durable events only: shown as soon as the replay appends them.
+                if kept[id] !== record.log { record.log.publish(through: record.lastEventID) }
+            }
+            // A kept log whose observer's creation was undone: its streams end.
+            for (id, log) in kept.sorted(by: { $0.key < $1.key }) where restored.observers[id] == nil {
+                timer.closedLogs.append(log)
+            }
+            state = restored
+            outbox.reset(revision: restored.revision)
             for effects in replayed + [timer] { outbox.enqueue(effects) }
             return (deliveries, (restored.revision, restored.journal.sequence))
         }
-        outbox.deliver(deliveries)
+        deliveries.make()
         outbox.perform()
         return result
     }

@@ -115,6 +115,8 @@ extension StoreState {
                     kind: .queue, id: "command \(position)", reason: "no longer applies: \(error.message)")
             }
             _ = journal.record(bytes)
+            // At its stored position: a rollback leaves gaps, and positions never go back.
+            journal.recorded(at: position)
             performed.append(effects)
         }
         journal.settleReplayed()

@@ -14,8 +14,6 @@ import Synchronization
 public final class Store: Sendable {
     let state: Locked<StoreState>
     let outbox = Outbox()
-    /// The journal's sequence, readable without the lock (persistent stores only).
-    let sequenceCounter = Atomic<Int>(0)
     /// The committer's wake-up call. Boxed: a bare closure as a lock's generic state is
     /// re-wrapped in a reabstraction thunk by every inout access, a chain that grows per call.
     let journalHandler = Locked<JournalHandler?>(nil)
@@ -75,11 +73,10 @@ public final class Store: Sendable {
             var signal = false
             // A replayed answer changed nothing: nothing to journal.
             if case .replayed = outcome {
-            } else if let encoded, let position = state.journal.record(encoded) {
-                sequenceCounter.store(position, ordering: .releasing)
+            } else if encoded.map({ state.journal.record($0) }) != nil {
                 signal = wasEmpty
             }
-            let ticket = state.journal.enabled && outcome.reportsStoredState ? state.journal.sequence : nil
+            let ticket = state.journal.enabled && outcome.reportsStoredState ? state.journal.lastRecorded : nil
             return (.success(Executed(outcome, ticket: ticket)), signal)
         }
         let deliveries = outbox.performQueued()
