@@ -55,8 +55,8 @@ extension Replica {
     func start() throws {}
     func stop() {}
 
-    /// A stream opened and closed by commands applied here (a single server's).
-    func openLocalStream(of observerID: String?) throws(CoreError) -> (log: EventLog, close: @Sendable () -> Void) {
+    /// A single server's stream: opened and closed by commands applied here.
+    func openStream(of observerID: String?) throws(CoreError) -> (log: EventLog, close: @Sendable () -> Void) {
         let log = try store.openStream(of: observerID)
         return (log, { [store] in store.closeStream(of: observerID) })
     }
@@ -68,9 +68,5 @@ struct MemoryReplica: Replica {
 
     func submit(_ command: Command, render: @escaping @Sendable (Outcome) -> HTTPResponse) throws(CoreError) -> Reply {
         .now(render(try store.execute(command)))
-    }
-
-    func openStream(of observerID: String?) throws(CoreError) -> (log: EventLog, close: @Sendable () -> Void) {
-        try openLocalStream(of: observerID)
     }
 }

@@ -13,10 +13,6 @@ struct DurableReplica: Replica {
         return committer.gate.hold(response, until: ticket)
     }
 
-    func openStream(of observerID: String?) throws(CoreError) -> (log: EventLog, close: @Sendable () -> Void) {
-        try openLocalStream(of: observerID)
-    }
-
     var metrics: [(name: String, type: String, help: String, value: String)] {
         let figures = committer.figures
         return [
