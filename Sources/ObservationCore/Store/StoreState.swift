@@ -5,6 +5,7 @@
 /// |---|---|
 /// | `graph` (`ObjectGraph`) | classes, objects, values, id indexes; key-value coding |
 /// | `registrations` (`RegistrationIndex`) | registrations and their indexes (dedup, by object, dependencies) |
+/// | `queries` (`QueryBook`) | queries, the evaluations they share, and the indexes a write finds them by |
 /// | `observers` (`ObserverTable`) | observers, token hashes, leases, stream counts, event ids |
 /// | `center` (`NotificationCenter`) | subscriptions, their tables, the posting queue |
 /// | here | the revision, the clock, the admin stream's ids, the journal, the effects of the command being applied |
@@ -19,6 +20,7 @@
 struct StoreState: Sendable {
     var graph = ObjectGraph()
     var registrations = RegistrationIndex()
+    var queries = QueryBook()
     var observers = ObserverTable()
     var center: NotificationCenter
     var limits: StoreLimits
