@@ -55,7 +55,9 @@ struct QueryPlacement: Sendable {
 
     init(_ definition: QueryDefinition, schema: ClassSchema?) {
         className = definition.className ?? ""
-        let firstKeys = definition.keyPaths.compactMap { path -> String? in
+        // Every use of a key, repeats included: a range key that orders or is selected too is not covered by its bound.
+        let uses = definition.conditions.map(\.path) + definition.order.map(\.path) + definition.select
+        let firstKeys = uses.compactMap { path -> String? in
             if case .key(let key)? = path.components.first { return key }
             return nil
         }
