@@ -69,6 +69,8 @@ struct QueryAPITests {
             if case .array(let queries) = list["queries"] { #expect(queries.count == 2) } else { Issue.record("\(list.text)") }
             let detail = try client.get("/v1/observers/\(observer)")
             if case .array(let queries) = detail["queries"] { #expect(queries.count == 2) } else { Issue.record("\(detail.text)") }
+            #expect(try client.get("/v1/stats")["queries"] == 2)
+            #expect(try client.get("/metrics").text.contains("obs_queries 2"))
             let summary = try client.get("/v1/observers")
             if case .array(let rows) = summary["observers"], case .object(let row)? = rows.first {
                 #expect(row["queries"] == 2)

@@ -59,6 +59,28 @@ struct QueryModelTests {
         #expect(store.state.withLock { $0.queries.shapes.count } == 0, "the last query takes its evaluation along")
     }
 
+    @Test("replacing a class evaluates its queries again: a computed key's new meaning moves members")
+    func classReplaced() throws {
+        let store = Store()
+        let computed: (String) -> JSON = { template in
+            ["properties": ["name": ["type": "string"], "label": ["type": "string", "computed": .string(template)]]]
+        }
+        _ = try store.defineClass("Tag", definition: computed("{name}"))
+        for name in ["Ann", "Bob", "Amy"] { _ = try store.createObject(id: name, className: "Tag", values: ["name": .string(name)]) }
+        let observer = try store.createObserver(ObserverSettings()).observer.id
+        let query = try store.registerQuery(
+            observerID: observer, definition: ["class": "Tag", "where": [["label", "prefix", "A"]], "select": ["label"]],
+            options: ["new"])
+        #expect(try store.query(query.query.id, of: observer).ids == ["Amy", "Ann"])
+        _ = try store.defineClass("Tag", definition: computed("x{name}"))
+        #expect(try store.query(query.query.id, of: observer).ids == [], "no label starts with A any more")
+        _ = try store.defineClass("Tag", definition: computed("{name}"))
+        _ = try store.setValue("Al", of: "Bob", at: "name")
+        #expect(try store.query(query.query.id, of: observer).ids == ["Amy", "Ann", "Bob"])
+        let records = queryRecords(try store.eventLog(of: observer))
+        #expect(records.count == 3, "\(records)")
+    }
+
     @Test("bad definitions are refused with the contract's error and register nothing")
     func refusals() throws {
         let store = Store()

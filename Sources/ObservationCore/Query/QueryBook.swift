@@ -60,9 +60,17 @@ struct QueryBook: Sendable {
     mutating func shapeNumber(for definition: QueryDefinition, in graph: ObjectGraph) -> Int {
         if let number = shapeByDefinition[definition.canonical] { return number }
         lastShape += 1
+        install(evaluated(lastShape, definition, in: graph))
+        return lastShape
+    }
+
+    /// A shape of `definition` evaluated over the objects of its class (or every object), once.
+    private mutating func evaluated(_ number: Int, _ definition: QueryDefinition, in graph: ObjectGraph)
+        -> QueryShape
+    {
         let className = definition.className
         var shape = QueryShape(
-            number: lastShape, definition: definition,
+            number: number, definition: definition,
             placement: QueryPlacement(definition, schema: className.flatMap { graph.classes[$0]?.schema }))
         let candidates =
             className.map { graph.objectIDsByClass[$0]?.page(after: nil, limit: .max).ids ?? [] }
@@ -73,10 +81,24 @@ struct QueryBook: Sendable {
             _ = shape.update(id, to: member)
         }
         shape.window = shape.currentWindow()
-        shapes[lastShape] = shape
-        shapeByDefinition[definition.canonical] = lastShape
-        index.add(lastShape, shape.placement)
-        return lastShape
+        return shape
+    }
+
+    private mutating func install(_ shape: QueryShape) {
+        shapes[shape.number] = shape
+        shapeByDefinition[shape.definition.canonical] = shape.number
+        index.add(shape.number, shape.placement)
+    }
+
+    /// Takes a shape out of every index (its subjects' places included).
+    private mutating func uninstall(_ number: Int) -> QueryShape? {
+        guard let shape = shapes.removeValue(forKey: number) else { return nil }
+        for (subject, places) in shape.tracked {
+            for place in places { dependents.remove(Self.token(number, subject), at: place) }
+        }
+        index.remove(number, shape.placement)
+        shapeByDefinition[shape.definition.canonical] = nil
+        return shape
     }
 
     /// Takes a query out; its shape goes when no query reads it any more.
@@ -86,16 +108,8 @@ struct QueryBook: Sendable {
         byObserver[query.observerID]?[QueryTarget(shape.definition, query.options)] = nil
         if byObserver[query.observerID]?.isEmpty == true { byObserver[query.observerID] = nil }
         shape.queries.removeAll { $0 == id }
-        guard shape.queries.isEmpty else {
-            shapes[query.shape] = shape
-            return query
-        }
-        for (subject, places) in shape.tracked {
-            for place in places { dependents.remove(Self.token(shape.number, subject), at: place) }
-        }
-        index.remove(shape.number, shape.placement)
-        shapes[query.shape] = nil
-        shapeByDefinition[shape.definition.canonical] = nil
+        shapes[query.shape] = shape
+        if shape.queries.isEmpty { _ = uninstall(query.shape) }
         return query
     }
 
@@ -141,6 +155,24 @@ struct QueryBook: Sendable {
         let diff = QueryDiff.between(shape.window, window, total: shape.total)
         shape.window = window
         return diff.isEmpty && shape.total == totalBefore ? nil : diff
+    }
+
+    /// Evaluates every shape that may read objects of `className` (its own, and those without a
+    /// class) from scratch, under the class as it is now (its computed keys and index entries
+    /// may have changed); returns the shapes whose window or total changed, with how.
+    mutating func reevaluate(ofClass className: String, in graph: ObjectGraph) -> [(shape: Int, diff: QueryDiff)] {
+        var changed: [(shape: Int, diff: QueryDiff)] = []
+        for number in shapes.keys.sorted() {
+            guard let definition = shapes[number]?.definition,
+                definition.className == nil || definition.className == className, let old = uninstall(number)
+            else { continue }
+            var shape = evaluated(number, definition, in: graph)
+            shape.queries = old.queries
+            install(shape)
+            let diff = QueryDiff.between(old.window, shape.window, total: shape.total)
+            if !diff.isEmpty || old.total != shape.total { changed.append((number, diff)) }
+        }
+        return changed
     }
 
     /// Moves a subject's entries in `dependents` to the places it read now.

@@ -156,11 +156,24 @@ extension StoreState {
     private mutating func refreshQueries(_ changes: [QueryChange], revision: Int) {
         let affected = queries.affected(by: changes)
         guard !affected.isEmpty else { return }
-        var changed: [(QueryRegistration, QueryDiff, QueryDefinition)] = []
+        var diffs: [(shape: Int, diff: QueryDiff)] = []
         for (number, subjects) in affected {
-            guard let diff = queries.refresh(number, subjects: subjects, in: graph),
-                let shape = queries.shapes[number]
-            else { continue }
+            if let diff = queries.refresh(number, subjects: subjects, in: graph) { diffs.append((number, diff)) }
+        }
+        sendRecords(diffs, revision: revision)
+    }
+
+    /// A class was replaced: the queries that may read its objects are evaluated again.
+    mutating func reevaluateQueries(ofClass name: String, revision: Int) {
+        guard !queries.isEmpty else { return }
+        sendRecords(queries.reevaluate(ofClass: name, in: graph), revision: revision)
+    }
+
+    /// Each query of the changed shapes gets its record, in query creation order.
+    private mutating func sendRecords(_ diffs: [(shape: Int, diff: QueryDiff)], revision: Int) {
+        var changed: [(QueryRegistration, QueryDiff, QueryDefinition)] = []
+        for (number, diff) in diffs {
+            guard let shape = queries.shapes[number] else { continue }
             for id in shape.queries { if let query = queries[id] { changed.append((query, diff, shape.definition)) } }
         }
         changed.sort { $0.0.sequence < $1.0.sequence }
