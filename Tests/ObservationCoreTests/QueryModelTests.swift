@@ -81,6 +81,22 @@ struct QueryModelTests {
         #expect(records.count == 3, "\(records)")
     }
 
+    @Test("one record per query per revision: an observer's removal releasing several retained objects")
+    func oneRecordPerRevision() throws {
+        let store = Store()
+        for id in ["a", "b", "c"] { _ = try store.createObject(id: id, className: nil, values: ["n": 1]) }
+        let keeper = try store.createObserver(ObserverSettings(retainObserved: true)).observer.id
+        for id in ["a", "b"] { _ = try store.observe(observerID: keeper, objectID: id, keyPaths: ["n"], options: [], context: nil) }
+        let watcher = try store.createObserver(ObserverSettings()).observer.id
+        _ = try store.registerQuery(observerID: watcher, definition: ["where": [["n", "==", 1]]], options: ["old"])
+        for id in ["a", "b"] { _ = try store.deleteObject(id) }  // releasePending: still members
+        #expect(queryRecords(try store.eventLog(of: watcher)).isEmpty)
+        _ = try store.deleteObserver(keeper)
+        let records = queryRecords(try store.eventLog(of: watcher))
+        #expect(records.count == 1, "\(records)")
+        #expect(records.first?.contains(#""removed":[{"index":0,"id":"a"},{"index":1,"id":"b"}]"#) == true)
+    }
+
     @Test("bad definitions are refused with the contract's error and register nothing")
     func refusals() throws {
         let store = Store()

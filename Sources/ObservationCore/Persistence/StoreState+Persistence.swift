@@ -325,7 +325,7 @@ extension StoreState {
         guard observers[observerID] != nil else { throw document.failure("its observer \(observerID) is not stored") }
         let members = try document.object("definition")
         let definition = try document.checked { () throws(CoreError) in
-            try QueryDefinition(members, checker: graph.checker) { graph.classes[$0] != nil }
+            try QueryDefinition(members, checker: graph.checker, stored: true) { graph.classes[$0] != nil }
         }
         let names = try document.strings("options")
         let options = try document.checked { () throws(CoreError) in try ObservationOptions(names: names) }

@@ -26,7 +26,12 @@ struct QueryDefinition: Sendable {
 
     /// Parses `definition` (a JSON object of `members`) and checks every key path against
     /// the class (`unknownKeyPath`), every operator and operand; throws the contract's error.
-    init(_ definition: JSONObject, checker: KeyPathChecker, classExists: (String) -> Bool) throws(CoreError) {
+    /// A stored definition is read back without the class checks (`stored`): its class may
+    /// have been replaced or deleted since it was registered, and it reads what there is.
+    init(
+        _ definition: JSONObject, checker: KeyPathChecker, stored: Bool = false, classExists: (String) -> Bool
+    ) throws(CoreError) {
+        let checker = stored ? KeyPathChecker { _ in nil } : checker
         for (key, _) in definition where !Self.members.contains(key) {
             throw CoreError.unknownField(key, in: "query", allowed: Self.members)
         }
@@ -35,7 +40,7 @@ struct QueryDefinition: Sendable {
         case nil, .null?: className = nil
         case .string(let name)?:
             try Names.checkID(name, "class name")
-            guard classExists(name) else { throw CoreError.notFound("class", name) }
+            guard stored || classExists(name) else { throw CoreError.notFound("class", name) }
             className = name
         case let other?: throw Self.invalid("class", "must be a class name, not \(other.typeName)")
         }
@@ -49,6 +54,7 @@ struct QueryDefinition: Sendable {
         switch definition["limit"] {
         case nil, .null?: limit = Self.defaultLimit
         case .int(let value)? where Self.limitRange.contains(value): limit = value
+        case .double(let value)? where value.rounded() == value && (1...10_000).contains(value): limit = Int(value)
         default: throw Self.invalid("limit", "must be an integer from 1 to 10000")
         }
         var select: [KeyPath] = []

@@ -22,6 +22,8 @@ extension StoreState {
             keep(outcome, for: claim, at: time)
             return outcome
         }
+        if case .success = result, !queryChanges.isEmpty { flushQueryChanges() }
+        queryChanges = []
         switch result {
         case .failure, .success(.replayed):
             clock = before  // a refused or replayed command changes nothing, not even the clock

@@ -39,7 +39,7 @@ extension StoreState {
         emitAdmin("objectCreated", ["object": .object(created.json), "revision": .int(revision)])
         // References to this id that dangled (the object was deleted) read it again.
         propagate([Write(location: ObjectPath(objectID: id, keys: []), policy: .onChange)], revision: revision)
-        refreshQueries(existenceOf: object, revision: revision)
+        noteQueryChanges(existenceOf: object)
         return created
     }
 
@@ -82,7 +82,7 @@ extension StoreState {
         graph.remove(id)
         journal.mark(.object, id)
         propagate([Write(location: ObjectPath(objectID: id, keys: []), policy: .onChange)], revision: revision)
-        refreshQueries(existenceOf: object, revision: revision)
+        noteQueryChanges(existenceOf: object)
         emitAdmin("objectDeleted", ["object": .string(id), "revision": .int(revision)])
     }
 

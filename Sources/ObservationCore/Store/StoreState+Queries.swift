@@ -133,27 +133,30 @@ extension StoreState {
             objectID: objectID, className: object.className, old: keys.map { ($0, object.values[$0] ?? .null) })
     }
 
-    /// Evaluates again the members a write may have changed, then sends each affected query
-    /// its record (after the revision's change records), in query creation order.
-    mutating func refreshQueries(_ probe: QueryProbe?, revision: Int) {
+    /// Notes what a write changed for the queries; they are evaluated again once the revision
+    /// is complete (`flushQueryChanges`), so that a revision that changes several objects (an
+    /// observer's removal releasing what it retained) makes one record per query.
+    mutating func noteQueryChanges(_ probe: QueryProbe?) {
         guard let probe, let object = graph.objects[probe.objectID] else { return }
-        refreshQueries(
-            probe.old.map {
+        for (key, old) in probe.old {
+            queryChanges.append(
                 QueryChange(
-                    objectID: probe.objectID, className: probe.className, key: $0.key, values: object.values,
-                    old: $0.value)
-            }, revision: revision)
+                    objectID: probe.objectID, className: probe.className, key: key, values: object.values, old: old))
+        }
     }
 
-    /// `refreshQueries` for an object created (`values` now) or deleted (`values` before).
-    mutating func refreshQueries(existenceOf object: StoredObject, revision: Int) {
+    /// `noteQueryChanges` for an object created (`values` now) or deleted (`values` before).
+    mutating func noteQueryChanges(existenceOf object: StoredObject) {
         guard !queries.isEmpty else { return }
-        refreshQueries(
-            [QueryChange(objectID: object.id, className: object.className, key: nil, values: object.values, old: nil)],
-            revision: revision)
+        queryChanges.append(
+            QueryChange(objectID: object.id, className: object.className, key: nil, values: object.values, old: nil))
     }
 
-    private mutating func refreshQueries(_ changes: [QueryChange], revision: Int) {
+    /// Evaluates again the members the revision's writes may have changed, then sends each
+    /// affected query its record (after the revision's change records), in query creation order.
+    mutating func flushQueryChanges() {
+        let changes = queryChanges
+        queryChanges = []
         let affected = queries.affected(by: changes)
         guard !affected.isEmpty else { return }
         var diffs: [(shape: Int, diff: QueryDiff)] = []

@@ -48,6 +48,9 @@ struct StoreState: Sendable {
     var outage: Outage?
     /// The effects of the command being applied (taken by `apply`).
     var effects = Effects()
+    /// The writes of the current revision that queries have yet to see: they get one record
+    /// each for all of them, once the revision is complete (section 12).
+    var queryChanges: [QueryChange] = []
     /// Logs that restoring gives back to their observers instead of new ones (a rollback: the
     /// streams reading them stay attached), by observer id.
     var reusableLogs: [String: EventLog] = [:]
@@ -69,8 +72,9 @@ struct StoreState: Sendable {
         reusableLogs.isEmpty ? nil : reusableLogs[id]
     }
 
-    /// Takes the next revision.
+    /// Takes the next revision (the queries first get their records for the one before).
     mutating func nextRevision() -> Int {
+        if !queryChanges.isEmpty { flushQueryChanges() }
         revision += 1
         return revision
     }
