@@ -18,7 +18,15 @@ struct QueryModelTests {
             "class": "Order", "where": [["customer.country", "in", ["FR", "DE"]], ["total", ">=", 20]],
             "orderBy": [["customer.name", "asc"], ["total", "asc"]], "limit": 4, "select": ["status"],
         ],
-        ["class": "Order", "where": [["group", "prefix", "g1"]], "limit": 7, "select": ["total"]],
+        // Direct shapes (stored scalar keys of a class): the window alone, refilled from the class's
+        // ids or from an order index.
+        ["class": "Order", "where": [["group", "prefix", "g1"]], "limit": 7, "select": ["rank"]],
+        [
+            "class": "Order", "where": [["status", "==", "open"]], "orderBy": [["rank", "desc"], ["group", "asc"]],
+            "limit": 3, "select": ["rank", "status"],
+        ],
+        ["class": "Order", "where": [["rank", "<", 50]], "orderBy": [["status", "desc"]], "limit": 3],
+        ["class": "Order", "orderBy": [["rank", "asc"]], "limit": 2, "select": ["group"]],
         ["where": [["total", "exists", true]], "orderBy": [["total", "asc"]], "limit": 6, "select": ["status", "total"]],
         ["class": "Order", "where": [["total", "<", 50]], "orderBy": [["status", "desc"]], "limit": 3],
         ["where": [["status", "in", ["open", "held"]]], "orderBy": [["group", "desc"]], "limit": 4, "select": ["total"]],
@@ -190,6 +198,7 @@ private struct World {
             definition: [
                 "properties": [
                     "status": ["type": "string"], "total": ["type": "any"], "group": ["type": "string"],
+                    "rank": ["type": "integer"],
                     "customer": ["type": "ref", "class": "Customer"],
                 ]
             ])
@@ -202,6 +211,8 @@ private struct World {
                 observerID: observer, definition: definition, options: ["initial", "new", "old"])
             queries.append((result.query.id, definition))
         }
+        let direct = store.state.withLock { $0.queries.shapes.values.filter { $0.traced == nil }.count }
+        #expect(direct == 4, "the direct shapes are kept without their members")
         try check()
     }
 
@@ -223,6 +234,7 @@ private struct World {
         [
             "status": .string(["open", "closed"].randomElement(using: &random)!),
             "total": total(), "group": .string(["g1", "g10", "g2"].randomElement(using: &random)!),
+            "rank": Bool.random(using: &random) ? .int(Int.random(in: 0..<100, using: &random)) : .null,
             "customer": .reference(customers.randomElement(using: &random)!),
         ]
     }
@@ -240,7 +252,8 @@ private struct World {
     mutating func step() {
         let order = orders.randomElement(using: &random) ?? "o1"
         let customer = customers.randomElement(using: &random)!
-        switch Int.random(in: 0..<12, using: &random) {
+        switch Int.random(in: 0..<14, using: &random) {
+        case 12, 13: _ = try? store.setValue(.int(Int.random(in: 0..<100, using: &random)), of: order, at: "rank")
         case 0, 1: _ = try? store.setValue(total(), of: order, at: "total")
         case 2: _ = try? store.setValue(.string(["open", "closed"].randomElement(using: &random)!), of: order, at: "status")
         case 3: _ = try? store.setValue(.string(["g1", "g10", "g2", "g11"].randomElement(using: &random)!), of: order, at: "group")

@@ -348,7 +348,7 @@ extension StoreState {
                 guard case .array(let pair) = entry, pair.count == 2, case .string(let id) = pair[0],
                     case .array(let selected) = pair[1]
                 else { throw document.failure("its last sent window is unreadable") }
-                window.append(WindowMember(id: id, selected: selected))
+                window.append(WindowMember(key: MemberKey(values: [], id: id), selected: selected))  // its place: not needed to diff
             }
             query.sent = .init(window: window, total: total, revision: revision)
         }

@@ -59,6 +59,47 @@ struct OrderedMembers: Sendable {
         return keys
     }
 
+    /// Calls `body` with the members after `key` (all of them when nil), in order, until it returns false.
+    func forEach(after key: MemberKey?, _ body: (MemberKey) -> Bool) {
+        var chunk = 0
+        var position = 0
+        if let key {
+            chunk = chunkIndex(after: key)
+            guard chunk < chunks.count else { return }
+            position = upperBound(in: chunks[chunk], key)
+        }
+        while chunk < chunks.count {
+            while position < chunks[chunk].count {
+                guard body(chunks[chunk][position]) else { return }
+                position += 1
+            }
+            chunk += 1
+            position = 0
+        }
+    }
+
+    /// The first chunk whose last key comes after `key`.
+    private func chunkIndex(after key: MemberKey) -> Int {
+        var low = 0
+        var high = chunks.count
+        while low < high {
+            let middle = (low + high) / 2
+            if !order.precedes(key, chunks[middle][chunks[middle].count - 1]) { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// The first position in `chunk` whose key comes after `key`.
+    private func upperBound(in chunk: [MemberKey], _ key: MemberKey) -> Int {
+        var low = 0
+        var high = chunk.count
+        while low < high {
+            let middle = (low + high) / 2
+            if !order.precedes(key, chunk[middle]) { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
     private func find(_ key: MemberKey) -> (Int, Int)? {
         guard !chunks.isEmpty else { return nil }
         let chunk = chunkIndex(for: key)

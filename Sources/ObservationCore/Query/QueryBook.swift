@@ -7,13 +7,15 @@
 /// creation order; shape numbers never reach an answer or a record.
 struct QueryBook: Sendable {
     private(set) var queries: [String: QueryRegistration] = [:]
-    private(set) var shapes: [Int: QueryShape] = [:]
+    var shapes: [Int: QueryShape] = [:]
     private var shapeByDefinition: [String: Int] = [:]
     /// Query ids by observer, then by definition and options (deduplication).
     private var byObserver: [String: [QueryTarget: String]] = [:]
-    /// Subjects (`"<shape> <object id>"`) by the places their evaluation read.
-    private var dependents = DependentIndex()
+    /// Subjects (`"<shape> <object id>"`) of traced shapes by the places their evaluation read.
+    var dependents = DependentIndex()
     var index = QueryIndex()
+    /// The ordered indexes direct shapes with `orderBy` refill from, by `OrderIndex.name`.
+    var orderIndexes: [String: OrderIndex] = [:]
     private var lastShape = 0
 
     var count: Int { queries.count }
@@ -60,7 +62,7 @@ struct QueryBook: Sendable {
     mutating func shapeNumber(for definition: QueryDefinition, in graph: ObjectGraph) -> Int {
         if let number = shapeByDefinition[definition.canonical] { return number }
         lastShape += 1
-        install(evaluated(lastShape, definition, in: graph))
+        install(evaluated(lastShape, definition, in: graph), in: graph)
         return lastShape
     }
 
@@ -68,36 +70,41 @@ struct QueryBook: Sendable {
     private mutating func evaluated(_ number: Int, _ definition: QueryDefinition, in graph: ObjectGraph)
         -> QueryShape
     {
-        let className = definition.className
+        let schema = definition.className.flatMap { graph.classes[$0]?.schema }
         var shape = QueryShape(
-            number: number, definition: definition,
-            placement: QueryPlacement(definition, schema: className.flatMap { graph.classes[$0]?.schema }))
-        let candidates =
-            className.map { graph.objectIDsByClass[$0]?.page(after: nil, limit: .max).ids ?? [] }
+            number: number, definition: definition, placement: QueryPlacement(definition, schema: schema),
+            direct: QueryShape.isDirect(definition, schema: schema))
+        let ids =
+            definition.className.map { graph.objectIDsByClass[$0]?.page(after: nil, limit: .max).ids ?? [] }
             ?? graph.objectIDs.page(after: nil, limit: .max).ids
-        for id in candidates {
-            let (member, places) = definition.evaluate(id, in: graph)
-            track(&shape, id, places)
-            _ = shape.update(id, to: member)
-        }
-        shape.window = shape.currentWindow()
+        var tracked: [(String, Set<ObjectPath>)] = []
+        shape.evaluateAll(ids, in: graph) { id, places in tracked.append((id, places)) }
+        for (id, places) in tracked { track(&shape, id, places) }
         return shape
     }
 
-    private mutating func install(_ shape: QueryShape) {
+    private mutating func install(_ shape: QueryShape, in graph: ObjectGraph) {
         shapes[shape.number] = shape
         shapeByDefinition[shape.definition.canonical] = shape.number
         index.add(shape.number, shape.placement)
+        if let name = shape.orderIndex {
+            if orderIndexes[name] == nil { orderIndexes[name] = OrderIndex(shape.definition, in: graph) }
+            orderIndexes[name]?.users += 1
+        }
     }
 
     /// Takes a shape out of every index (its subjects' places included).
     private mutating func uninstall(_ number: Int) -> QueryShape? {
         guard let shape = shapes.removeValue(forKey: number) else { return nil }
-        for (subject, places) in shape.tracked {
+        for (subject, places) in shape.traced?.tracked ?? [:] {
             for place in places { dependents.remove(Self.token(number, subject), at: place) }
         }
         index.remove(number, shape.placement)
         shapeByDefinition[shape.definition.canonical] = nil
+        if let name = shape.orderIndex {
+            orderIndexes[name]?.users -= 1
+            if orderIndexes[name]?.users == 0 { orderIndexes[name] = nil }
+        }
         return shape
     }
 
@@ -118,50 +125,9 @@ struct QueryBook: Sendable {
         return body(&queries[id]!)
     }
 
-    // MARK: Writes
-
-    /// The shapes a change may affect, each with the objects to evaluate again (sorted).
-    func affected(by changes: [QueryChange], in graph: ObjectGraph) -> [(shape: Int, subjects: [String])] {
-        var subjects: [Int: Set<String>] = [:]
-        for change in changes {
-            var found = Set<Int>()
-            let schema = change.className.flatMap { graph.classes[$0]?.schema }
-            index.candidates(
-                className: change.className, key: change.key, values: change.values, old: change.old,
-                computed: { schema?.properties[$0]?.computed != nil }, into: &found)
-            for shape in found { subjects[shape, default: []].insert(change.objectID) }
-            guard let byKey = dependents.table[change.objectID] else { continue }
-            let tokens: [Set<String>] = change.key.map { [byKey[$0] ?? []] } ?? Array(byKey.values)
-            for token in tokens.joined() {
-                guard let (shape, subject) = Self.parse(token) else { continue }
-                subjects[shape, default: []].insert(subject)
-            }
-        }
-        return subjects.keys.sorted().map { ($0, subjects[$0]!.sorted()) }
-    }
-
-    /// Evaluates `subjects` of shape `number` again; returns how its window changed, nil when
-    /// neither the window, a selected value nor the total did.
-    mutating func refresh(_ number: Int, subjects: [String], in graph: ObjectGraph) -> QueryDiff? {
-        guard var shape = shapes.removeValue(forKey: number) else { return nil }
-        defer { shapes[number] = shape }
-        let totalBefore = shape.total
-        var touched = false
-        for id in subjects {
-            let (member, places) = shape.definition.evaluate(id, in: graph)
-            track(&shape, id, places)
-            if shape.update(id, to: member) { touched = true }
-        }
-        guard touched else { return shape.total == totalBefore ? nil : QueryDiff(total: shape.total) }
-        let window = shape.currentWindow()
-        let diff = QueryDiff.between(shape.window, window, total: shape.total)
-        shape.window = window
-        return diff.isEmpty && shape.total == totalBefore ? nil : diff
-    }
-
     /// Evaluates every shape that may read objects of `className` (its own, and those without a
-    /// class) from scratch, under the class as it is now (its computed keys and index entries
-    /// may have changed); returns the shapes whose window or total changed, with how.
+    /// class) from scratch, under the class as it is now (its computed keys, types and index
+    /// entries may have changed); returns the shapes whose window or total changed, with how.
     mutating func reevaluate(ofClass className: String, in graph: ObjectGraph) -> [(shape: Int, diff: QueryDiff)] {
         var changed: [(shape: Int, diff: QueryDiff)] = []
         for number in shapes.keys.sorted() {
@@ -170,26 +136,27 @@ struct QueryBook: Sendable {
             else { continue }
             var shape = evaluated(number, definition, in: graph)
             shape.queries = old.queries
-            install(shape)
+            install(shape, in: graph)
             let diff = QueryDiff.between(old.window, shape.window, total: shape.total)
             if !diff.isEmpty || old.total != shape.total { changed.append((number, diff)) }
         }
         return changed
     }
 
-    /// Moves a subject's entries in `dependents` to the places it read now.
-    private mutating func track(_ shape: inout QueryShape, _ id: String, _ places: Set<ObjectPath>) {
-        let before = shape.tracked[id] ?? []
+    /// Moves a subject's entries in `dependents` to the places it read now (traced shapes).
+    mutating func track(_ shape: inout QueryShape, _ id: String, _ places: Set<ObjectPath>) {
+        guard shape.traced != nil else { return }
+        let before = shape.traced!.tracked[id] ?? []
         guard before != places else { return }
         let token = Self.token(shape.number, id)
         for place in before.subtracting(places) { dependents.remove(token, at: place) }
         for place in places.subtracting(before) { dependents.add(token, at: place) }
-        shape.tracked[id] = places.isEmpty ? nil : places
+        shape.traced!.tracked[id] = places.isEmpty ? nil : places
     }
 
-    private static func token(_ shape: Int, _ id: String) -> String { "\(shape) \(id)" }
+    static func token(_ shape: Int, _ id: String) -> String { "\(shape) \(id)" }
 
-    private static func parse(_ token: String) -> (Int, String)? {
+    static func parse(_ token: String) -> (Int, String)? {
         guard let space = token.firstIndex(of: " "), let shape = Int(token[..<space]) else { return nil }
         return (shape, String(token[token.index(after: space)...]))
     }

@@ -1,10 +1,3 @@
-/// A member of a query's window as records show it: its id and its selected values (in
-/// `select` order).
-struct WindowMember: Sendable, Equatable {
-    let id: String
-    let selected: [JSON]
-}
-
 /// How a window changed (section 12's query record, before encoding): `CollectionDifference`
 /// semantics, the members that keep their place being a longest common subsequence of the
 /// old and new windows.

@@ -1,6 +1,14 @@
 /// One evaluation of a query definition, shared by every query registered with it (their
-/// records differ only in query id, options and context): the matching objects in order,
-/// and the window the last records left.
+/// records differ only in query id, options and context): its window and `total`.
+///
+/// Two ways to keep it, chosen from the definition and the class:
+/// - **direct**: a class, and every key path one stored key of a scalar type (string, number,
+///   integer, boolean). A member's value before a write is what the write replaced, so
+///   nothing is kept per member beyond the window: `total` moves by what each write changed,
+///   and a window that lost members is refilled from the store's own ordered index (the
+///   class's ids, or an `OrderIndex` shared by every shape of that class and `orderBy`).
+/// - **traced** (any other: through references, computed keys, collection operators, no class):
+///   every match in order (`TracedMembers`), and the places each object's evaluation read.
 struct QueryShape: Sendable {
     /// A matching object: where it stands in the order, and its selected values.
     struct Member: Sendable, Equatable {
@@ -13,28 +21,89 @@ struct QueryShape: Sendable {
     let placement: QueryPlacement
     /// The queries that share it, in creation order.
     var queries: [String] = []
-    var members: [String: Member] = [:]
-    var ordered: OrderedMembers
-    /// The first `limit` members with their selected values, as the last records left them.
+    /// The first `limit` matching objects with their selected values, as the last records left them.
     var window: [WindowMember] = []
-    /// The places each object's evaluation read through references or computed values
-    /// (objects whose evaluation read only stored keys of their own are not here).
-    var tracked: [String: Set<ObjectPath>] = [:]
+    /// How many objects match.
+    var total = 0
+    /// Traced shapes: every match in order, and what evaluations read.
+    var traced: TracedMembers?
+    /// Direct shapes with `orderBy`: the order index they refill from (`OrderIndex.name`).
+    let orderIndex: String?
 
-    var total: Int { ordered.count }
+    var order: MemberOrder { MemberOrder(descending: definition.order.map(\.descending)) }
 
-    init(number: Int, definition: QueryDefinition, placement: QueryPlacement) {
+    init(number: Int, definition: QueryDefinition, placement: QueryPlacement, direct: Bool) {
         self.number = number
         self.definition = definition
         self.placement = placement
-        ordered = OrderedMembers(order: MemberOrder(descending: definition.order.map(\.descending)))
+        traced = direct ? nil : TracedMembers(order: MemberOrder(descending: definition.order.map(\.descending)))
+        orderIndex = direct && !definition.order.isEmpty ? OrderIndex.name(of: definition) : nil
     }
 
+    /// Whether a definition can be kept directly: see the type's comment.
+    static func isDirect(_ definition: QueryDefinition, schema: ClassSchema?) -> Bool {
+        guard let schema, definition.className != nil else { return false }
+        return definition.keyPaths.allSatisfy { path in
+            guard path.components.count == 1, case .key(let key) = path.components[0],
+                let spec = schema.properties[key], spec.computed == nil
+            else { return false }
+            switch spec.type {
+            case .string, .number, .integer, .boolean: return true
+            default: return false
+            }
+        }
+    }
+
+    /// The window and total of the objects `ids` (the class's, in id order), evaluated once.
+    mutating func evaluateAll(_ ids: [String], in graph: ObjectGraph, track: (String, Set<ObjectPath>) -> Void) {
+        var members: [Member] = []
+        for id in ids {
+            let (member, places) = definition.evaluate(id, in: graph)
+            if traced != nil {
+                track(id, places)
+                traced!.update(id, to: member, limit: definition.limit)
+            } else if let member {
+                members.append(member)
+            }
+        }
+        if let traced {
+            total = traced.count
+            window = traced.window(definition.limit)
+        } else {
+            total = members.count
+            let order = self.order
+            window = members.sorted { order.precedes($0.key, $1.key) }.prefix(definition.limit).map {
+                WindowMember(key: $0.key, selected: $0.selected)
+            }
+        }
+    }
+}
+
+/// A member of a query's window as records show it: its place in the order (its id last) and
+/// its selected values (in `select` order).
+struct WindowMember: Sendable, Equatable {
+    let key: MemberKey
+    let selected: [JSON]
+
+    var id: String { key.id }
+}
+
+/// A traced shape's matches: each with its place and selected values, in order; and the places
+/// each object's evaluation read beyond its own stored keys.
+struct TracedMembers: Sendable {
+    var members: [String: QueryShape.Member] = [:]
+    var ordered: OrderedMembers
+    var tracked: [String: Set<ObjectPath>] = [:]
+
+    init(order: MemberOrder) { ordered = OrderedMembers(order: order) }
+
+    var count: Int { ordered.count }
+
     /// Whether `id`'s evaluation changed the window (its old or new place is in it).
-    mutating func update(_ id: String, to member: Member?) -> Bool {
+    @discardableResult
+    mutating func update(_ id: String, to member: QueryShape.Member?, limit: Int) -> Bool {
         let old = members[id]
         guard old != member else { return false }
-        let limit = definition.limit
         var touched = false
         if let old {
             touched = ordered.position(of: old.key, below: limit) != nil
@@ -48,9 +117,9 @@ struct QueryShape: Sendable {
         return touched
     }
 
-    /// The window as the members stand now.
-    func currentWindow() -> [WindowMember] {
-        ordered.prefix(definition.limit).map { WindowMember(id: $0.id, selected: members[$0.id]?.selected ?? []) }
+    /// The first `limit` members.
+    func window(_ limit: Int) -> [WindowMember] {
+        ordered.prefix(limit).map { WindowMember(key: $0, selected: members[$0.id]?.selected ?? []) }
     }
 }
 
@@ -58,13 +127,16 @@ struct QueryShape: Sendable {
 /// path through key-value coding; collects the places read beyond its own stored keys.
 struct SubjectReader {
     let graph: ObjectGraph
+    let values: JSONObject
     let object: StoredObject
     let schema: ClassSchema?
     var places: Set<ObjectPath> = []
 
-    init(graph: ObjectGraph, object: StoredObject) {
+    /// `values`: the object's stored values to read (its values before a write, for a direct shape).
+    init(graph: ObjectGraph, object: StoredObject, values: JSONObject? = nil) {
         self.graph = graph
         self.object = object
+        self.values = values ?? object.values
         schema = graph.schema(of: object)
     }
 
@@ -72,7 +144,7 @@ struct SubjectReader {
         if path.components.count == 1, case .key(let key) = path.components[0],
             schema?.properties[key]?.computed == nil
         {
-            let value = object.values[key] ?? .null
+            let value = values[key] ?? .null
             guard let target = value.referencedID else { return value }
             places.insert(ObjectPath(objectID: target, keys: []))  // a dangling reference reads as null
             return graph.objects[target] == nil ? .null : value
@@ -96,5 +168,22 @@ extension QueryDefinition {
         let values = order.map { SortValue(reader.read($0.path)) }
         let selected = select.map { reader.read($0) }
         return (QueryShape.Member(key: MemberKey(values: values, id: id), selected: selected), reader.places)
+    }
+
+    /// Whether stored `values` (a direct shape's object before a write) satisfy every condition.
+    func matches(_ values: JSONObject) -> Bool {
+        conditions.allSatisfy { condition in
+            guard case .key(let key) = condition.path.components[0] else { return false }
+            return condition.holds(for: values[key] ?? .null)
+        }
+    }
+
+    /// The place in the order of an object with stored `values` (direct shapes).
+    func key(of id: String, values: JSONObject) -> MemberKey {
+        MemberKey(
+            values: order.map { item in
+                guard case .key(let key) = item.path.components[0] else { return .null }
+                return SortValue(values[key] ?? .null)
+            }, id: id)
     }
 }

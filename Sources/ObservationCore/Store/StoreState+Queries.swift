@@ -110,12 +110,11 @@ extension StoreState {
         if !fresh, let existing = queries.shape(for: parsed) {
             shape = existing
         } else {
-            shape = QueryShape(number: 0, definition: parsed, placement: QueryPlacement(parsed, schema: nil))
+            shape = QueryShape(number: 0, definition: parsed, placement: QueryPlacement(parsed, schema: nil), direct: true)
             let ids =
                 parsed.className.map { graph.objectIDsByClass[$0]?.page(after: nil, limit: .max).ids ?? [] }
                 ?? graph.objectIDs.page(after: nil, limit: .max).ids
-            for id in ids { _ = shape.update(id, to: parsed.evaluate(id, in: graph).member) }
-            shape.window = shape.currentWindow()
+            shape.evaluateAll(ids, in: graph) { _, _ in }
         }
         let objects = shape.window.map { member in
             (member.id, JSONObject(zip(parsed.select.map(\.description), member.selected).map { ($0, $1) }))
@@ -159,9 +158,12 @@ extension StoreState {
         queryChanges = []
         let affected = queries.affected(by: changes, in: graph)
         guard !affected.isEmpty else { return }
+        let before = RevisionBefore(changes, in: graph)
         var diffs: [(shape: Int, diff: QueryDiff)] = []
         for (number, subjects) in affected {
-            if let diff = queries.refresh(number, subjects: subjects, in: graph) { diffs.append((number, diff)) }
+            if let diff = queries.refresh(number, subjects: subjects, before: before, in: graph) {
+                diffs.append((number, diff))
+            }
         }
         sendRecords(diffs, revision: revision)
     }
