@@ -1,11 +1,14 @@
 // ObsServer's JavaScript client: ES modules, no build step, no dependency but its own files
-// (./http.js errors and retries, ./stream.js EventStream, ./wire.js the pure wire formats).
+// (./http.js errors and retries, ./stream.js EventStream, ./query.js live queries,
+// ./query-window.js and ./wire.js pure formats).
 //
 //   import { ObsClient } from "/client/obs.js";
 //   const obs = new ObsClient();
 //   const observer = await obs.createObserver();
 //   await observer.observe("acct-1", "balance", { options: ["new", "initial"] });
 //   observer.stream({ onChange: (record) => console.log(record.new) });
+//   const open = await observer.query({ class: "Order", where: [["status", "==", "open"]], select: ["total"] });
+//   open.members; // [{id, values: {total}}], kept current from the stream
 //
 // Writes carry `Obs-Client` and an `Idempotency-Key`, so retrying one after a lost
 // answer is safe (contract 7.3). Streams are read with fetch(), not EventSource, so
@@ -14,10 +17,11 @@
 // segments) are ./wire.js's, shared with the dashboard.
 
 import { ObsError, backoff, decode, retryAfter, sleep } from "./http.js";
+import { LiveQuery, QueryRouter, queryDefinition, registerQuery } from "./query.js";
 import { EventStream } from "./stream.js";
 import { segment as encodeSegment } from "./wire.js";
 
-export { EventStream, ObsError };
+export { EventStream, LiveQuery, ObsError };
 
 /** 64 characters of the id alphabet: a random byte picks one without bias (byte & 63). */
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
@@ -133,6 +137,11 @@ export class ObsClient {
   /** `POST /v1/notifications`; `options`: `{object, userInfo, posting, coalesce}`. */
   postNotification(name, options = {}) { return this.request("POST", "/v1/notifications", { name, ...options }); }
 
+  // ---- queries (contract 12) ----
+
+  /** `POST /v1/query`: the matches of a definition once, `{objects: [{id, values}], total, revision}`. */
+  query(definition) { return this.request("POST", "/v1/query", queryDefinition(definition)); }
+
   // ---- observers (contract 5) and streams ----
 
   /**
@@ -183,6 +192,27 @@ export class Observer {
   /** removeObserver:name:object: — an absent argument matches any value. */
   unsubscribe(name, object) { return this.request("DELETE", withQuery("/subscriptions", { name, object })); }
 
+  /**
+   * Registers a query (contract 12) and resolves, once its first window is in, to a LiveQuery:
+   * `members` (`[{id, values}]` in order), `total`, `revision`, `close()`. Settings: `options`
+   * (default ["initial", "new", "old"]), `context`, `throttle`, and the handlers `onChange(change)`,
+   * `onReset(info)`, `onCancel(info)`, `onError(error)`. It is kept current from the observer's
+   * stream: the first one opened by `stream()`, or one opened for it (see query.js).
+   */
+  query(definition, settings) { return registerQuery(this, definition, settings); }
+
+  /** `GET …/queries`: the observer's query registrations. */
+  async queries() { return (await this.request("GET", "/queries")).queries; }
+
+  /** `GET …/queries/{id}`: the definition, `ids` (the window in order) and `total`. */
+  getQuery(id) { return this.request("GET", `/queries/${segment(id)}`); }
+
+  /** The live queries' router (one per Observer object): which stream feeds them, which record goes where. */
+  get queryRouter() {
+    this.router ??= new QueryRouter(this);
+    return this.router;
+  }
+
   get() { return this.request("GET", ""); }
   keepalive() { return this.request("POST", "/keepalive"); }
   /** Deletes the observer and all it owns. */
@@ -190,6 +220,8 @@ export class Observer {
 
   /** Opens the observer's event stream: see EventStream for the options and handlers. */
   stream(options = {}) {
-    return new EventStream(this.client, `${this.path}/events`, { token: this.token, ...options }).open();
+    const stream = new EventStream(this.client, `${this.path}/events`, { token: this.token, ...options });
+    this.queryRouter.offer(stream); // the first open stream also feeds the live queries
+    return stream.open();
   }
 }
