@@ -142,8 +142,8 @@ export class QueryRouter {
 /**
  * One query's window, kept current: `members` (`[{id, values}]` in the query's order), `total`
  * (all matches, not only the window's), `revision` (of the last record applied), `state`
- * ("starting", "live", "closed"). Handlers: `onChange(change)` after each record applied (and
- * after a window taken from a snapshot), `onReset(info)`, `onCancel(info)`, `onError(error)`.
+ * ("starting", "live", "closed"). Handlers: `onChange(change)` for the first window and after each
+ * record applied (and a window taken from a snapshot), `onReset(info)`, `onCancel(info)`, `onError(error)`.
  */
 export class LiveQuery {
   constructor(observer, definition, handlers) {
@@ -196,6 +196,7 @@ export class LiveQuery {
   adopt(window) {
     this.window = window;
     this.live();
+    this.emit("onChange", this.change(null, true));
   }
 
   /** Waits for the registration's initial record; if none comes in time (it may have left a tiny replay buffer), a snapshot. */

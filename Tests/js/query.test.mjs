@@ -249,13 +249,16 @@ test("without the initial option the window comes from a snapshot; a second regi
   });
   const first = await observer.query(DEFINITION, { options: ["new"] });
   assert.deepEqual([shape(first), first.revision], [["o1=2"], 7]);
-  const second = await observer.query(DEFINITION, { options: ["new"] });
+  const told = [];
+  const second = await observer.query(DEFINITION, { options: ["new"], onChange: (change) => told.push(change.initial) });
   assert.equal(second.id, first.id);
+  assert.deepEqual(told, [true], "the shared window is told as the first one");
   assert.equal(server.calls.filter((call) => call.path === "/v1/query").length, 1, "the second one took the first's window");
   server.send(["synced", { lastEventId: 0, revision: 7 }]);
   server.revision(8, 1, ["query", { query: "qry_1", total: 2, removed: [], inserted: [member(1, "o2", 1)], updated: [] }]);
   await until(() => first.revision === 8 && second.revision === 8, "revision 8 in both");
   assert.deepEqual(shape(second), ["o1=2", "o2=1"]);
+  assert.deepEqual(told, [true, false]);
   await first.close();
   assert.equal(server.calls.filter((call) => call.method === "DELETE").length, 0, "the second one still uses it");
   await second.close();
