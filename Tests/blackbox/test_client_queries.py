@@ -8,9 +8,11 @@ resume that fell out of a tiny replay buffer (`reset`, and the rebuild's initial
 import http.client
 import json
 import random
+import re
 import threading
 import time
 
+from conftest import ROOT
 from test_client import open_page, run, until
 
 DEFINITION = {"class": "Order", "where": [["status", "==", "open"]], "orderBy": [["total", "desc"]], "limit": 5,
@@ -193,3 +195,30 @@ def test_a_query_registered_twice_is_shared_and_closed_by_its_last_holder(server
     expected = server_window(server)
     assert browser.execute_script("return [q3.members.map((m) => [m.id, m.values]), q3.total]") == \
         json.loads(json.dumps(list(expected)))
+
+
+def test_the_readmes_live_query_example_runs_as_written(server_factory, browser):
+    """The README's page of open orders, its markup and script exactly as written, stays current."""
+    text = (ROOT / "README.md").read_text()
+    example = re.search(r"```html\n(.*?)```", text[text.index("A live query (`observer.query`"):], re.S).group(1)
+    script = re.search(r'<script type="module">(.*?)</script>', example, re.S).group(1)
+    markup = re.sub(r'<!doctype html>|<script type="module">.*?</script>', "", example, flags=re.S)
+    server = server_factory().start()
+    make_orders(server)
+    browser.get(server.url + "/healthz")
+    browser.execute_script("""
+        document.body.innerHTML = arguments[0];
+        const script = document.createElement("script");
+        script.type = "module";
+        script.textContent = arguments[1];
+        document.head.append(script);
+    """, markup, script)
+    listed = "[...document.querySelectorAll('#orders li')].map((item) => item.textContent).join('|')"
+    open_orders = [f"o{n:02}: {n * 10}" for n in (11, 10, 8, 7, 5, 4, 2, 1)]
+    until(browser, f"{listed} === {json.dumps('|'.join(open_orders))}",
+          message="the example's list never showed the open orders")
+    server.request("PUT", "/v1/objects/o01/values/total", {"value": 999})
+    server.request("PUT", "/v1/objects/o11/values/status", {"value": "closed"})
+    expected = ["o01: 999"] + [f"o{n:02}: {n * 10}" for n in (10, 8, 7, 5, 4, 2)]
+    until(browser, f"{listed} === {json.dumps('|'.join(expected))}",
+          message="the example's list did not follow the changes")
