@@ -33,10 +33,12 @@ struct TokenMatrixTests {
                 .replacingOccurrences(of: "{name}", with: "C").replacingOccurrences(of: "{keyPath}", with: "n")
                 .replacingOccurrences(of: "{registration}", with: "reg_x")
                 .replacingOccurrences(of: "{subscription}", with: "sub_x")
+                .replacingOccurrences(of: "{query}", with: "qry_x")
                 let open = endpoint.method == .get && endpoint.pattern == "/healthz"
+                // Reads: GETs of objects and classes, and a one-shot query (section 12).
                 let read =
-                    endpoint.method == .get
-                    && (path.hasPrefix("/v1/objects") || path.hasPrefix("/v1/classes"))
+                    (endpoint.method == .get && (path.hasPrefix("/v1/objects") || path.hasPrefix("/v1/classes")))
+                    || (endpoint.method == .post && path == "/v1/query")
                 let ownResource = path.hasPrefix("/v1/observers/\(own)")
                 for presented in Presented.allCases {
                     let token: String? =

@@ -14,6 +14,7 @@ struct CommandGenerator {
     private(set) var observers: [String] = []
     private(set) var registrations: [String] = []
     private(set) var subscriptions: [String] = []
+    private(set) var queries: [String] = []
 
     init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
@@ -85,7 +86,7 @@ struct CommandGenerator {
     }
 
     private mutating func next() -> Command {
-        switch pick(0..<100) {
+        switch pick(0..<106) {
         case 0..<22: return stamp(setValue())
         case 22..<28:
             let values: JSONObject = ["name": .string(word()), "age": .int(pick(0..<90))]
@@ -119,6 +120,9 @@ struct CommandGenerator {
         case 94..<95: return stamp(.deleteClass(name: chance(0.5) ? "Team" : "Nothing"))
         case 95..<96: return stamp(.restart)
         case 96..<98: return stamp(.flushThrottled)
+        case 100..<104: return stamp(query())
+        case 104..<106:
+            return stamp(.unquery(observer: observer(), query: element(queries) ?? "qry_none"))
         default:
             return stamp(
                 .setValue(object: plainObject(), keyPath: "nested.a.b", value: .int(pick(0..<5)), ifRevision: nil))
@@ -232,6 +236,33 @@ struct CommandGenerator {
         case 2: return .unobserve(observer: observer(), registration: nil, object: person(), keyPath: "name")
         default: return .unobserve(observer: observer(), registration: nil, object: nil, keyPath: nil)  // unobserveAll
         }
+    }
+
+    /// Queries of every index entry (equality, range, prefix, none), through references, on
+    /// computed keys, without a class; some refused (a typo, no such class, `prior`).
+    private mutating func query() -> Command.Action {
+        serial += 1
+        queries.append("qry_\(serial)")
+        let definitions: [JSON] = [
+            [
+                "class": "Person", "where": [["age", ">=", .int(pick(0..<90))]], "orderBy": [["name", "asc"]],
+                "limit": 3, "select": ["name", "age"],
+            ],
+            ["class": "Person", "where": [["name", "==", .string(word())]], "orderBy": [["age", "desc"]], "limit": 5],
+            [
+                "class": "Person", "where": [["boss.name", "in", [.string(word()), .string(word())]]],
+                "orderBy": [["fullName", "asc"], ["age", "desc"]], "limit": 4, "select": ["boss.name", "friends.@count"],
+            ],
+            ["class": "Person", "where": [["name", "prefix", "A"], ["age", "<", 60]], "limit": 2, "select": ["nick"]],
+            ["where": [["v", "exists", true]], "orderBy": [["v", "desc"]], "limit": 3, "select": ["v", "nested.a.b"]],
+            ["class": "Person", "where": [["nmae", "==", 1]]],
+            ["class": "Nothing"],
+        ]
+        let options = (chance(0.05) ? ["prior"] : ["initial", "new", "old"].filter { _ in chance(0.6) })
+        return .query(
+            observer: observer(), definition: element(definitions) ?? [:], options: options,
+            context: chance(0.3) ? ["q": .int(serial)] : nil, throttle: chance(0.15) ? pick(1..<600) : nil,
+            queryID: "qry_\(serial)")
     }
 
     private mutating func subscribe() -> Command.Action {

@@ -61,6 +61,7 @@ struct DeterminismTests {
         "defineClass", "deleteClass", "createObject", "patch", "deleteObject", "setValue", "mutate", "notify",
         "createObserver", "deleteObserver", "keepalive", "observe", "unobserve", "subscribe", "unsubscribe", "post",
         "expireLeases", "deliverQueued", "flushThrottled", "openStream", "closeStream", "restart", "nodeDown",
+        "query", "unquery",
     ]
 
     /// Runs `obs-server --replay file` in its own process; `hashing` deterministic or random seeds.

@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conftest import ServerProcess, free_port
+from conftest import EventStreamReader, ServerProcess, free_port
 from postgres import Postgres
 
 
@@ -105,3 +105,24 @@ class Cluster:
         for node in self.nodes:
             node.stop()
         self.postgres.remove()
+
+
+def RawStream(server, path, last_event_id=None):
+    """An event stream (its `raw` events keep the data as sent), resumed after `last_event_id`."""
+    if last_event_id is not None:
+        path += ("&" if "?" in path else "?") + f"lastEventId={last_event_id}"
+    return EventStreamReader(server, path)
+
+
+def ok(status, body, expected=(200, 201, 202, 204)):
+    assert status in expected, (status, body)
+    return body
+
+
+def wait_until(predicate, timeout=15, message="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{message} not reached in {timeout} s")

@@ -10,8 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster import Cluster
-from conftest import EventStreamReader
+from cluster import Cluster, RawStream, ok, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -20,27 +19,6 @@ def cluster():
     cluster = Cluster(size=3, node_args=["--checkpoint-commands", "100"])
     yield cluster
     cluster.stop()
-
-
-def RawStream(server, path, last_event_id=None):
-    """An event stream (its `raw` events keep the data as sent), resumed after `last_event_id`."""
-    if last_event_id is not None:
-        path += ("&" if "?" in path else "?") + f"lastEventId={last_event_id}"
-    return EventStreamReader(server, path)
-
-
-def ok(status, body, expected=(200, 201, 202, 204)):
-    assert status in expected, (status, body)
-    return body
-
-
-def wait_until(predicate, timeout=15, message="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{message} not reached in {timeout} s")
 
 
 def test_a_write_on_one_node_is_read_on_another_at_once(cluster):

@@ -112,6 +112,11 @@ extension HTTPResponse {
             if all { members["deduplicated"] = true }
             if let revision = result.revision { members["revision"] = .int(revision) }
             return .json(.object(members), status: all ? 200 : 201)
+        case .queried(let result):
+            var members: JSONObject = ["query": .object(result.query.json)]
+            if result.deduplicated { members["deduplicated"] = true }
+            if let revision = result.revision { members["revision"] = .int(revision) }
+            return .json(.object(members), status: result.deduplicated ? 200 : 201)
         case .subscribed(let subscription, let deduplicated, let revision):
             var members = subscription.json
             if deduplicated { members["deduplicated"] = true }

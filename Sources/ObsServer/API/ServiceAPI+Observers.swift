@@ -25,6 +25,7 @@ extension ServiceAPI {
             var members = observer.summaryJSON
             members["observations"] = .array(observer.registrations.map { .object($0.json) })
             members["subscriptions"] = .array(observer.subscriptionList.map { .object($0.json) })
+            members["queries"] = .array(observer.queryList.map { .object($0.json) })
             return .json(.object(members))
         }
         router.on(.delete, "/v1/observers/{id}") { request, parameters in

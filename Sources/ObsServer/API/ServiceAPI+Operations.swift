@@ -20,6 +20,7 @@ extension ServiceAPI {
             "observers": .int(stats.observers),
             "observations": .int(stats.observations),
             "subscriptions": .int(store.subscriptionCount),
+            "queries": .int(store.queryCount),
             "streams": .int(replica.streamCount),
             "eventsSent": .int(hub.counters.events.load(ordering: .relaxed)),
             "droppedStreams": .int(hub.counters.dropped.load(ordering: .relaxed)),
@@ -44,6 +45,7 @@ extension ServiceAPI {
             ("observers", "obs_observers", "Observers held."),
             ("observations", "obs_observations", "KVO registrations held."),
             ("subscriptions", "obs_subscriptions", "Notification subscriptions held."),
+            ("queries", "obs_queries", "Queries held (section 12), under --max-queries."),
             ("streams", "obs_streams", "Open event streams, the admin stream included."),
             ("revision", "obs_revision", "The global revision."),
         ] {

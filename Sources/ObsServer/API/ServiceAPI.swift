@@ -23,6 +23,7 @@ struct ServiceAPI: Sendable {
         registerObjects(in: &router)
         registerValues(in: &router)
         registerObservers(in: &router)
+        registerQueries(in: &router)
         registerStreams(in: &router)
         registerNotifications(in: &router)
     }

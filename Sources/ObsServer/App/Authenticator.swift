@@ -42,6 +42,7 @@ struct Authenticator: Sendable {
         let segments = request.segments
         guard segments.count >= 2, segments[0] == "v1" else { return false }
         if segments.count >= 3, segments[1] == "observers", segments[2] == observerID { return true }
+        if request.isQueryRead { return true }  // a read, like GET (section 12)
         guard request.method == .get || request.method == .head else { return false }
         return segments[1] == "objects" || segments[1] == "classes"
     }

@@ -46,7 +46,8 @@ struct ObsServerCommand: ParsableCommand {
     var maxStringBytes: Int?
     @Option(help: "Most objects the server holds.") var maxObjects: Int?
     @Option(help: "Most observers the server holds.") var maxObservers: Int?
-    @Option(help: "Most observations and subscriptions per observer.") var maxRegistrationsPerObserver: Int?
+    @Option(help: "Most observations, subscriptions and queries per observer.") var maxRegistrationsPerObserver: Int?
+    @Option(help: "Most queries over all observers (default 10000).") var maxQueries: Int?
     @Option(help: "Most open event streams, the admin stream included.") var maxStreams: Int?
     @Option(help: "Bytes of events each observer's replay buffer keeps (default 4 MiB).") var maxReplayBytes: Int?
     @Option(help: "Bytes of events the admin stream's buffer keeps (default 64 MiB).") var maxAdminReplayBytes: Int?
@@ -167,7 +168,7 @@ struct ObsServerCommand: ParsableCommand {
             (maxBodyBytes, "max-body-bytes", \.maxBodyBytes), (maxObjects, "max-objects", \.maxObjects),
             (maxObservers, "max-observers", \.maxObservers),
             (maxRegistrationsPerObserver, "max-registrations-per-observer", \.maxRegistrationsPerObserver),
-            (maxStreams, "max-streams", \.maxStreams), (maxReplayBytes, "max-replay-bytes", \.maxReplayBytes),
+            (maxStreams, "max-streams", \.maxStreams), (maxQueries, "max-queries", \.maxQueries), (maxReplayBytes, "max-replay-bytes", \.maxReplayBytes),
             (maxAdminReplayBytes, "max-admin-replay-bytes", \.maxAdminReplayBytes),
             (maxQueuedNotifications, "max-queued-notifications", \.maxQueuedNotifications),
             (maxQueuedNotificationBytes, "max-queued-notification-bytes", \.maxQueuedNotificationBytes),

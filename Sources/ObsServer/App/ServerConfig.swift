@@ -34,6 +34,8 @@ struct ServerConfig: Sendable {
     var maxObservers = 100_000
     var maxRegistrationsPerObserver = 10_000
     var maxStreams = 10_000
+    /// Queries over all observers (section 12).
+    var maxQueries = 10_000
     /// Bytes of events an observer's replay buffer keeps (section 7.1).
     var maxReplayBytes = 4 << 20
     /// Bytes of events the admin stream's buffer keeps (section 7.1).
@@ -80,7 +82,7 @@ struct ServerConfig: Sendable {
             maxRegistrationsPerObserver: maxRegistrationsPerObserver, maxStreams: maxStreams,
             maxReplayBytes: maxReplayBytes, maxAdminReplayBytes: maxAdminReplayBytes,
             maxQueuedNotifications: maxQueuedNotifications, maxQueuedNotificationBytes: maxQueuedNotificationBytes,
-            maxIdempotencyKeys: maxIdempotencyKeys, maxIdempotencyBytes: maxIdempotencyBytes)
+            maxIdempotencyKeys: maxIdempotencyKeys, maxIdempotencyBytes: maxIdempotencyBytes, maxQueries: maxQueries)
     }
 
     /// The cross-origin policy (nil: none; `validate()` refuses origins it cannot use).
@@ -104,7 +106,7 @@ struct ServerConfig: Sendable {
             ("max-body-bytes", maxBodyBytes), ("max-string-bytes", effectiveMaxStringBytes),
             ("max-objects", maxObjects), ("max-observers", maxObservers),
             ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams),
-            ("max-replay-bytes", maxReplayBytes), ("max-admin-replay-bytes", maxAdminReplayBytes),
+            ("max-queries", maxQueries), ("max-replay-bytes", maxReplayBytes), ("max-admin-replay-bytes", maxAdminReplayBytes),
             ("max-queued-notifications", maxQueuedNotifications),
             ("max-queued-notification-bytes", maxQueuedNotificationBytes), ("max-idempotency-keys", maxIdempotencyKeys),
             ("max-idempotency-bytes", maxIdempotencyBytes),

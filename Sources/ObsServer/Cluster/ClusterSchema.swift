@@ -54,6 +54,7 @@ enum ClusterSchema {
             "maxQueuedNotifications=\(limits.maxQueuedNotifications)",
             "maxQueuedNotificationBytes=\(limits.maxQueuedNotificationBytes)",
             "maxIdempotencyKeys=\(limits.maxIdempotencyKeys)", "maxIdempotencyBytes=\(limits.maxIdempotencyBytes)",
+            "maxQueries=\(limits.maxQueries)",
         ].joined(separator: ";")
     }
 

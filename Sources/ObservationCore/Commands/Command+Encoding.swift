@@ -125,6 +125,16 @@ extension Command.Action {
             field("context", context)
             field("registrationIds", .array(registrationIDs.map(JSON.string)))
             field("throttle", throttle.map(JSON.int))
+        case .query(let observer, let definition, let options, let context, let throttle, let queryID):
+            field("observer", .string(observer))
+            field("definition", definition)
+            field("options", .array(options.map(JSON.string)))
+            field("context", context)
+            field("throttle", throttle.map(JSON.int))
+            field("queryId", .string(queryID))
+        case .unquery(let observer, let query):
+            field("observer", .string(observer))
+            field("query", .string(query))
         case .unobserve(let observer, let registration, let object, let keyPath):
             field("observer", .string(observer))
             field("registration", registration.map(JSON.string))
@@ -201,6 +211,12 @@ extension Command.Action {
             self = .unobserve(
                 observer: try fields.string("observer"), registration: try fields.optionalString("registration"),
                 object: try fields.optionalString("object"), keyPath: try fields.optionalString("keyPath"))
+        case "query":
+            self = .query(
+                observer: try fields.string("observer"), definition: try fields.json("definition"),
+                options: try fields.strings("options"), context: fields.optionalJSON("context"),
+                throttle: try fields.optionalInt("throttle"), queryID: try fields.string("queryId"))
+        case "unquery": self = .unquery(observer: try fields.string("observer"), query: try fields.string("query"))
         case "subscribe":
             self = .subscribe(
                 observer: try fields.string("observer"), name: try fields.optionalString("name"),

@@ -61,6 +61,11 @@ public struct Command: Sendable, Equatable {
             observer: String, object: String, keyPaths: [String], options: [String], context: JSON?,
             registrationIDs: [String], throttle: Int? = nil)
         case unobserve(observer: String, registration: String?, object: String?, keyPath: String?)
+        /// `definition`: the query's `class`, `where`, `orderBy`, `limit`, `select` (section 12),
+        /// checked when applied. `queryID`: the id it takes when it is new.
+        case query(
+            observer: String, definition: JSON, options: [String], context: JSON?, throttle: Int?, queryID: String)
+        case unquery(observer: String, query: String)
         // Notification center
         case subscribe(observer: String, name: String?, object: String?, subscriptionID: String)
         case unsubscribe(observer: String, subscription: String?, name: String?, object: String?)
@@ -112,6 +117,8 @@ extension Command.Action {
         case .progress: "progress"
         case .observe: "observe"
         case .unobserve: "unobserve"
+        case .query: "query"
+        case .unquery: "unquery"
         case .subscribe: "subscribe"
         case .unsubscribe: "unsubscribe"
         case .post: "post"

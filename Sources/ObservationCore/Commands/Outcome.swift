@@ -15,6 +15,7 @@ public enum Outcome: Sendable {
     /// A delivery barrier was set at this revision (`progress`).
     case barrier(revision: Int)
     case observed(ObserveResult)
+    case queried(QueryResult)
     case subscribed(SubscriptionSnapshot, deduplicated: Bool, revision: Int?)
     case posted(PostOutcome)
     /// Background changes: the observers that expired, the postings delivered.

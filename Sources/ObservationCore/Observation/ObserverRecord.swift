@@ -45,6 +45,7 @@ public struct ObserverSnapshot: Sendable {
     public let expiresAt: Timestamp?
     public let observations: Int
     public let subscriptions: Int
+    public let queries: Int
     public let lastEventID: Int
     public let backlog: Int
     public let dropped: Int
@@ -53,6 +54,8 @@ public struct ObserverSnapshot: Sendable {
     public let registrations: [RegistrationSnapshot]
     /// The subscriptions, in creation order (only filled for a single observer).
     public let subscriptionList: [SubscriptionSnapshot]
+    /// The queries, in creation order (only filled for a single observer).
+    public let queryList: [QuerySnapshot]
 }
 
 /// Settings for a new observer.

@@ -43,6 +43,22 @@ extension JournalBatch.Entity {
                 "object": subscription.target.object.map(JSON.string) ?? .null,
                 "createdAt": .int(Int(subscription.createdAt.milliseconds)), "sequence": .int(subscription.sequence),
             ]
+        case .query(let query, let definition):
+            return [
+                "observer": .string(query.observerID), "definition": .object(definition),
+                "options": .array(query.options.nameList.map(JSON.string)), "context": query.context ?? .null,
+                "contextGiven": .bool(query.context != nil), "createdAt": .int(Int(query.createdAt.milliseconds)),
+                "sequence": .int(query.sequence), "throttle": .int(query.throttle),
+                "windowEnd": query.windowEnd.map { .int(Int($0.milliseconds)) } ?? .null,
+                "foldedRevision": query.foldedRevision.map(JSON.int) ?? .null,
+                "sent": query.sent.map { sent in
+                    [
+                        "revision": .int(sent.revision), "total": .int(sent.total),
+                        "window": .array(
+                            sent.window.map { .array([.string($0.id), .array($0.selected)]) }),
+                    ]
+                } ?? .null,
+            ]
         case .lastEventID(let lastID):
             return ["lastEventId": .int(lastID)]
         case .idempotency(let entry):

@@ -9,6 +9,8 @@ public enum EntityKind: String, Sendable, CaseIterable {
     case queue
     /// An idempotency key and the answer it keeps (section 7.3).
     case idempotency
+    /// A query (section 12); its members are evaluated again when it is restored.
+    case query
 }
 
 /// What a durable store owes its data directory: the commands applied since the last commit

@@ -70,6 +70,7 @@ public struct JournalBatch: Sendable {
         case lastEventID(Int)
         case queue(NotificationQueue)
         case idempotency(IdempotencyTable.Entry)
+        case query(QueryRegistration, definition: JSONObject)
     }
 
     /// A checkpoint: every entity changed since the last one, and the counters, as of `position`.

@@ -30,6 +30,7 @@ extension StoreState {
             .class: graph.classes.keys.sorted(), .object: graph.objects.keys.sorted(), .observer: observerIDs,
             .registration: registrations.ids, .subscription: center.ids, .lastEventID: observerIDs,
             .queue: center.queue.entries.isEmpty ? [] : ["queue"], .idempotency: idempotency.keys,
+            .query: queries.ids,
         ]
         for kind in EntityKind.allCases {
             for id in ids[kind] ?? [] { entities.append((kind, id, entity(kind, id))) }
@@ -55,6 +56,7 @@ extension StoreState {
         case .lastEventID: observers[id].map { .lastEventID($0.lastEventID) }
         case .queue: .queue(center.queue)
         case .idempotency: idempotency.entries[id].map { .idempotency($0) }
+        case .query: queries[id].map { .query($0, definition: queries.shape(of: $0).definition.json) }
         }
     }
 
@@ -79,6 +81,9 @@ extension StoreState {
             try restoreRegistration(document, sequence: sequence)
         }
         for document in byKind[.subscription] ?? [] { try restoreSubscription(document) }
+        var queryRows: [(Int, StoredDocument)] = []
+        for document in byKind[.query] ?? [] { queryRows.append((try document.int("sequence"), document)) }
+        for (_, document) in queryRows.sorted(by: { $0.0 < $1.0 }) { try restoreQuery(document) }
         for document in byKind[.queue] ?? [] { try restoreQueue(document) }
         try restoreIdempotency(byKind[.idempotency] ?? [])
         if image.exact { try restoreCounters(image.counters) }
@@ -309,5 +314,46 @@ extension StoreState {
                     coalescing: [])
             }
         }
+    }
+}
+
+extension StoreState {
+    /// A query, its shape evaluated again over the restored objects; a throttled query keeps
+    /// what it last sent and its open window.
+    fileprivate mutating func restoreQuery(_ document: StoredDocument) throws(PersistenceError) {
+        let observerID = try document.string("observer")
+        guard observers[observerID] != nil else { throw document.failure("its observer \(observerID) is not stored") }
+        let members = try document.object("definition")
+        let definition = try document.checked { () throws(CoreError) in
+            try QueryDefinition(members, checker: graph.checker, stored: true) { graph.classes[$0] != nil }
+        }
+        let names = try document.strings("options")
+        let options = try document.checked { () throws(CoreError) in try ObservationOptions(names: names) }
+        let context = try document.value("context")
+        let restoredContext: JSON? = try document.bool("contextGiven") ? .some(context) : .none
+        let sequence = try document.int("sequence")
+        var query = QueryRegistration(
+            id: document.row.id, observerID: observerID, shape: queries.shapeNumber(for: definition, in: graph),
+            options: options, context: restoredContext, createdAt: try document.timestamp("createdAt"),
+            sequence: sequence, throttle: try document.int("throttle"))
+        query.framing = QueryRegistration.framing(id: query.id, context: restoredContext)
+        if case .int(let end) = try document.value("windowEnd") { query.windowEnd = Timestamp(milliseconds: Int64(end)) }
+        if case .int(let folded) = try document.value("foldedRevision") { query.foldedRevision = folded }
+        if case .object(let sent) = try document.value("sent") {
+            guard case .int(let revision)? = sent["revision"], case .int(let total)? = sent["total"],
+                case .array(let entries)? = sent["window"]
+            else { throw document.failure("its last sent window is unreadable") }
+            var window: [WindowMember] = []
+            for entry in entries {
+                guard case .array(let pair) = entry, pair.count == 2, case .string(let id) = pair[0],
+                    case .array(let selected) = pair[1]
+                else { throw document.failure("its last sent window is unreadable") }
+                window.append(WindowMember(id: id, selected: selected))
+            }
+            query.sent = .init(window: window, total: total, revision: revision)
+        }
+        if query.foldedRevision != nil, let end = query.windowEnd { throttled.schedule(query.id, at: end.milliseconds) }
+        queries.insert(query, definition: definition)
+        registrations.continueSequence(after: sequence)
     }
 }

@@ -123,17 +123,26 @@ extension Store {
         -> (records: [Event], last: Int, more: Bool)?
     {
         state.withLock { state in
-            let pending = state.registrations.owned(by: observerID).filter { $0.sequence > after }
+            // Observations and queries in creation order: a query's record is its whole window.
+            var pending: [(sequence: Int, record: () -> Event)] = []
+            for registration in state.registrations.owned(by: observerID) where registration.sequence > after {
+                pending.append((registration.sequence, { [state] in
+                    var record = ChangeRecord(revision: state.revision)
+                    record.flag = .initial
+                    record.new = (try? state.graph.read(registration.keyPath, of: registration.objectID)) ?? .null
+                    return Event(id: 0, name: "change", data: ChangeRecord.encode(registration, record: record))
+                }))
+            }
+            for query in state.queries.owned(by: observerID) where query.sequence > after {
+                pending.append((query.sequence, { [state] in Event(id: 0, name: "query", data: state.rebuildRecord(query)) }))
+            }
             guard !pending.isEmpty else { return nil }
+            pending.sort { $0.sequence < $1.sequence }
             var records: [Event] = []
             var bytes = 0
-            for registration in pending {
+            for item in pending {
                 if !records.isEmpty, bytes >= maxBytes || records.count >= limit { break }
-                var record = ChangeRecord(revision: state.revision)
-                record.flag = .initial
-                record.new = (try? state.graph.read(registration.keyPath, of: registration.objectID)) ?? .null
-                let event = Event(
-                    id: 0, name: "change", data: ChangeRecord.encode(registration, record: record))
+                let event = item.record()
                 bytes += event.heldBytes
                 records.append(event)
             }

@@ -5,6 +5,8 @@ public struct StoreLimits: Sendable {
     public var maxObservers: Int
     public var maxRegistrationsPerObserver: Int
     public var maxStreams: Int
+    /// Queries over all observers (`--max-queries`, section 12).
+    public var maxQueries: Int
     /// Events the admin stream keeps for resuming.
     public var adminReplay: Int
     /// Bytes an observer's replay buffer holds at most (`--max-replay-bytes`).
@@ -24,8 +26,9 @@ public struct StoreLimits: Sendable {
         maxStreams: Int = 10_000, adminReplay: Int = 10_000, maxReplayBytes: Int = 4 << 20,
         maxAdminReplayBytes: Int = 64 << 20, maxQueuedNotifications: Int = 10_000,
         maxQueuedNotificationBytes: Int = 16 << 20, maxIdempotencyKeys: Int = 100_000,
-        maxIdempotencyBytes: Int = 64 << 20
+        maxIdempotencyBytes: Int = 64 << 20, maxQueries: Int = 10_000
     ) {
+        self.maxQueries = maxQueries
         self.maxIdempotencyBytes = maxIdempotencyBytes
         self.maxIdempotencyKeys = maxIdempotencyKeys
         self.maxObjects = maxObjects
@@ -46,6 +49,7 @@ public struct StoreLimits: Sendable {
         unlimited.maxObservers = .max
         unlimited.maxRegistrationsPerObserver = .max
         unlimited.maxStreams = .max
+        unlimited.maxQueries = .max
         unlimited.maxQueuedNotifications = .max
         unlimited.maxQueuedNotificationBytes = .max
         return unlimited

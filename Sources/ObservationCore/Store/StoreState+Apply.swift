@@ -22,6 +22,8 @@ extension StoreState {
             keep(outcome, for: claim, at: time)
             return outcome
         }
+        if case .success = result, !queryChanges.isEmpty { flushQueryChanges() }
+        queryChanges = []
         switch result {
         case .failure, .success(.replayed):
             clock = before  // a refused or replayed command changes nothing, not even the clock
@@ -78,6 +80,13 @@ extension StoreState {
             return .removed(
                 revision: try unobserve(
                     observerID: observer, registrationID: registration, objectID: object, keyPath: keyPath))
+        case .query(let observer, let definition, let options, let context, let throttle, let queryID):
+            return .queried(
+                try registerQuery(
+                    observerID: observer, definition: definition, optionNames: options, context: context,
+                    throttle: throttle ?? 0, queryID: queryID, at: time))
+        case .unquery(let observer, let query):
+            return .removed(revision: try unregisterQuery(observerID: observer, queryID: query))
         case .subscribe(let observer, let name, let object, let subscriptionID):
             let result = try subscribe(
                 observerID: observer, name: name, object: object, subscriptionID: subscriptionID, at: time)

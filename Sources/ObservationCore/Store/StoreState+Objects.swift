@@ -39,6 +39,7 @@ extension StoreState {
         emitAdmin("objectCreated", ["object": .object(created.json), "revision": .int(revision)])
         // References to this id that dangled (the object was deleted) read it again.
         propagate([Write(location: ObjectPath(objectID: id, keys: []), policy: .onChange)], revision: revision)
+        noteQueryChanges(existenceOf: object)
         return created
     }
 
@@ -74,13 +75,14 @@ extension StoreState {
     /// Removes an object now: its registrations are cancelled (`objectDeleted`), and
     /// registrations that reach it through references see their value become `null`.
     mutating func removeObject(_ id: String, revision: Int) {
-        guard graph.objects[id] != nil else { return }
+        guard let object = graph.objects[id] else { return }
         for registration in registrations.observing(id) {
             removeRegistration(registration, reason: "objectDeleted", revision: revision)
         }
         graph.remove(id)
         journal.mark(.object, id)
         propagate([Write(location: ObjectPath(objectID: id, keys: []), policy: .onChange)], revision: revision)
+        noteQueryChanges(existenceOf: object)
         emitAdmin("objectDeleted", ["object": .string(id), "revision": .int(revision)])
     }
 

@@ -54,6 +54,11 @@ extension StoreState {
         var sent = 0
         while let next = throttled.first, next.deadline <= time.milliseconds {
             _ = throttled.popFirst()
+            if let folded = queries[next.id]?.foldedRevision {
+                sendThrottled(next.id, revision: folded, at: time)
+                sent += 1
+                continue
+            }
             let record = registrations.update(next.id) { registration, _ -> (String, [UInt8], Int)? in
                 guard let folded = registration.folded else { return nil }
                 registration.folded = nil

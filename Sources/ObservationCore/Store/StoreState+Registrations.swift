@@ -36,7 +36,7 @@ extension StoreState {
             registrations.registration(
                 of: observerID, at: RegistrationTarget(objectID: objectID, keyPath: $0.description)) == nil
         }
-        let held = registrations.count(of: observerID) + center.count(of: observerID)
+        let held = heldRegistrations(of: observerID)
         guard held + fresh.count <= limits.maxRegistrationsPerObserver else {
             throw CoreError(
                 .limitExceeded,

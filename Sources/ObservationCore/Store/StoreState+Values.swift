@@ -6,11 +6,13 @@ extension StoreState {
     {
         let (target, position) = try graph.checkedTarget(
             value, at: try KeyPath(keyPath), of: id, ifRevision: ifRevision)
+        let probe = queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
         let revision = nextRevision()
         store(value, at: target, revision: revision, position: position)
         if registrations.isObserved(target.objectID) {
             propagate([write(at: target, storing: value, position: position)], revision: revision)
         }
+        noteQueryChanges(probe)
         emitValueChanged(target, value, revision: revision)
         return revision
     }
@@ -31,9 +33,11 @@ extension StoreState {
             try graph.checkAssignable(value, to: target)
             targets.append((target, value))
         }
+        let probe = queryProbe(id, keys: targets.map(\.0.key))
         let revision = nextRevision()
         for (target, value) in targets { store(value, at: target, revision: revision) }
         propagate(targets.map { write(at: $0.0, storing: $0.1) }, revision: revision)
+        noteQueryChanges(probe)
         for (target, value) in targets { emitValueChanged(target, value, revision: revision) }
         return revision
     }
@@ -55,12 +59,14 @@ extension StoreState {
         }
         let result = try mutation.applied(to: array)
         try graph.checkAssignable(.array(result), to: target)
+        let probe = queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
         let revision = nextRevision()
         store(.array(result), at: target, revision: revision)
         let change = write(at: target, storing: .array(result))
         propagate(
             [change], revision: revision,
             toMany: ToManyChange(location: change.location, mutation: mutation, before: array, after: result))
+        noteQueryChanges(probe)
         emitValueChanged(
             target, .array(result), revision: revision,
             extra: [

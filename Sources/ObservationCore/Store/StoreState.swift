@@ -5,6 +5,7 @@
 /// |---|---|
 /// | `graph` (`ObjectGraph`) | classes, objects, values, id indexes; key-value coding |
 /// | `registrations` (`RegistrationIndex`) | registrations and their indexes (dedup, by object, dependencies) |
+/// | `queries` (`QueryBook`) | queries, the evaluations they share, and the indexes a write finds them by |
 /// | `observers` (`ObserverTable`) | observers, token hashes, leases, stream counts, event ids |
 /// | `center` (`NotificationCenter`) | subscriptions, their tables, the posting queue |
 /// | here | the revision, the clock, the admin stream's ids, the journal, the effects of the command being applied |
@@ -19,6 +20,7 @@
 struct StoreState: Sendable {
     var graph = ObjectGraph()
     var registrations = RegistrationIndex()
+    var queries = QueryBook()
     var observers = ObserverTable()
     var center: NotificationCenter
     var limits: StoreLimits
@@ -46,6 +48,9 @@ struct StoreState: Sendable {
     var outage: Outage?
     /// The effects of the command being applied (taken by `apply`).
     var effects = Effects()
+    /// The writes of the current revision that queries have yet to see: they get one record
+    /// each for all of them, once the revision is complete (section 12).
+    var queryChanges: [QueryChange] = []
     /// Logs that restoring gives back to their observers instead of new ones (a rollback: the
     /// streams reading them stay attached), by observer id.
     var reusableLogs: [String: EventLog] = [:]
@@ -67,8 +72,9 @@ struct StoreState: Sendable {
         reusableLogs.isEmpty ? nil : reusableLogs[id]
     }
 
-    /// Takes the next revision.
+    /// Takes the next revision (the queries first get their records for the one before).
     mutating func nextRevision() -> Int {
+        if !queryChanges.isEmpty { flushQueryChanges() }
         revision += 1
         return revision
     }
