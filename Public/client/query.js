@@ -87,7 +87,9 @@ export class QueryRouter {
   /** A registration answered (or failed): unknown records are kept only while another is pending. */
   done() {
     this.pending -= 1;
-    if (this.pending === 0) this.unclaimed = [];
+    if (this.pending > 0) return;
+    this.unclaimed = [];
+    if (this.live.size === 0 && this.ownStream) this.stream.close(); // opened for a registration that failed
   }
 
   /** A live query of this id whose window is known, if any. */

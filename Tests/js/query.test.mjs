@@ -309,3 +309,14 @@ test("a cancelled event ends the query; a stream refused for good fails the othe
   assert.equal(errors[0].status, 404);
   assert.equal(live.state, "closed");
 });
+
+test("a refused registration rejects with the server's error and closes the stream opened for it", async () => {
+  const { server, observer } = setup({
+    "POST /v1/observers/obs_1/queries": async () => [400, { error: { code: "unknownKeyPath", message: "no key path 'totl'" } }],
+  });
+  await assert.rejects(observer.query({ ...DEFINITION, select: ["totl"] }),
+    (error) => error.status === 400 && error.code === "unknownKeyPath");
+  assert.equal(server.streams.length, 1);
+  assert.equal(observer.queryRouter.stream.state, "closed");
+  assert.equal(observer.queryRouter.pending, 0);
+});
