@@ -121,12 +121,14 @@ struct QueryBook: Sendable {
     // MARK: Writes
 
     /// The shapes a change may affect, each with the objects to evaluate again (sorted).
-    func affected(by changes: [QueryChange]) -> [(shape: Int, subjects: [String])] {
+    func affected(by changes: [QueryChange], in graph: ObjectGraph) -> [(shape: Int, subjects: [String])] {
         var subjects: [Int: Set<String>] = [:]
         for change in changes {
             var found = Set<Int>()
+            let schema = change.className.flatMap { graph.classes[$0]?.schema }
             index.candidates(
-                className: change.className, key: change.key, values: change.values, old: change.old, into: &found)
+                className: change.className, key: change.key, values: change.values, old: change.old,
+                computed: { schema?.properties[$0]?.computed != nil }, into: &found)
             for shape in found { subjects[shape, default: []].insert(change.objectID) }
             guard let byKey = dependents.table[change.objectID] else { continue }
             let tokens: [Set<String>] = change.key.map { [byKey[$0] ?? []] } ?? Array(byKey.values)

@@ -31,9 +31,16 @@ struct QueryIndex: Sendable {
     /// The shapes a change of `key` (nil: the object was created or deleted) of an object of
     /// `className` may affect: `values` the object's values (after a write, before a
     /// deletion), `old` the key's value before the write.
-    func candidates(className: String?, key: String?, values: JSONObject, old: JSON?, into found: inout Set<Int>) {
-        if let className { classes[className]?.candidates(key: key, values: values, old: old, into: &found) }
-        classes[""]?.candidates(key: key, values: values, old: old, into: &found)
+    /// `computed`: whether the object's class computes a key (queries without a class enter
+    /// shapes by keys any class may compute).
+    func candidates(
+        className: String?, key: String?, values: JSONObject, old: JSON?, computed: (String) -> Bool,
+        into found: inout Set<Int>
+    ) {
+        if let className {
+            classes[className]?.candidates(key: key, values: values, old: old, computed: { _ in false }, into: &found)
+        }
+        classes[""]?.candidates(key: key, values: values, old: old, computed: computed, into: &found)
     }
 }
 
@@ -63,10 +70,12 @@ struct QueryPlacement: Sendable {
         }
         reads = Set(firstKeys)
         // A stored key of the class, read whole: its value is what the index is probed with.
+        // Without a class, any key read whole (an object whose class computes it is probed as
+        // if it matched every entry on that key: see `ClassQueries.candidates`).
         func simpleKey(_ path: KeyPath) -> String? {
-            guard let schema, path.components.count == 1, case .key(let key) = path.components[0],
-                let spec = schema.properties[key], spec.computed == nil
-            else { return nil }
+            guard path.components.count == 1, case .key(let key) = path.components[0] else { return nil }
+            guard definition.className != nil else { return key }
+            guard let schema, let spec = schema.properties[key], spec.computed == nil else { return nil }
             return key
         }
         func isScalar(_ value: JSON) -> Bool {
@@ -161,20 +170,31 @@ private struct ClassQueries: Sendable {
         }
     }
 
-    func candidates(key: String?, values: JSONObject, old: JSON?, into found: inout Set<Int>) {
+    /// An entry on a key the object's class computes cannot be probed with a stored value: every
+    /// shape entered by that key is a candidate (the evaluation reads the computed value).
+    func candidates(
+        key: String?, values: JSONObject, old: JSON?, computed: (String) -> Bool, into found: inout Set<Int>
+    ) {
         for (entryKey, table) in equality {
+            let reads = { (shape: Int) in key == nil || self.equalityReads[shape]?.contains(key!) == true }
+            if computed(entryKey) {
+                for shapes in table.values { found.formUnion(shapes.filter(reads)) }
+                continue
+            }
             var probes = [values[entryKey] ?? .null]
             if key == entryKey, let old { probes.append(old) }
             for probe in probes {
-                for shape in table[probe] ?? [] where key == nil || equalityReads[shape]?.contains(key!) == true {
-                    found.insert(shape)
-                }
+                for shape in table[probe] ?? [] where reads(shape) { found.insert(shape) }
             }
         }
         guard let key else {
             found.formUnion(plain)
-            for (entryKey, bounds) in ranges { bounds.matching(values[entryKey] ?? .null, into: &found) }
-            for (entryKey, table) in prefixes { table.matching(values[entryKey] ?? .null, into: &found) }
+            for (entryKey, bounds) in ranges {
+                if computed(entryKey) { bounds.all(into: &found) } else { bounds.matching(values[entryKey] ?? .null, into: &found) }
+            }
+            for (entryKey, table) in prefixes {
+                if computed(entryKey) { table.all(into: &found) } else { table.matching(values[entryKey] ?? .null, into: &found) }
+            }
             return
         }
         found.formUnion(readers[key] ?? [])
@@ -202,6 +222,11 @@ private struct RangeBounds: Sendable {
 
     mutating func remove(_ shape: Int, lower isLower: Bool, _ bound: SortValue) {
         if isLower { Self.delete(&lower, bound, shape) } else { Self.delete(&upper, bound, shape) }
+    }
+
+    func all(into found: inout Set<Int>) {
+        for entry in lower { found.insert(entry.shape) }
+        for entry in upper { found.insert(entry.shape) }
     }
 
     /// The shapes whose condition `value` may satisfy.
@@ -305,6 +330,10 @@ private struct PrefixTable: Sendable {
         if shapes[text]?.isEmpty == true { shapes[text] = nil }
         let count = text.utf8.count
         lengths[count] = (lengths[count] ?? 1) > 1 ? lengths[count]! - 1 : nil
+    }
+
+    func all(into found: inout Set<Int>) {
+        for shapes in shapes.values { found.formUnion(shapes) }
     }
 
     func matching(_ value: JSON, into found: inout Set<Int>) {

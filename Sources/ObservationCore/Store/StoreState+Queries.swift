@@ -157,7 +157,7 @@ extension StoreState {
     mutating func flushQueryChanges() {
         let changes = queryChanges
         queryChanges = []
-        let affected = queries.affected(by: changes)
+        let affected = queries.affected(by: changes, in: graph)
         guard !affected.isEmpty else { return }
         var diffs: [(shape: Int, diff: QueryDiff)] = []
         for (number, subjects) in affected {
