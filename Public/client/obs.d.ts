@@ -1,4 +1,7 @@
-// Types for /client/obs.js, ObsServer's JavaScript client (the contract: API.md, sections 4–9).
+// Types for /client/obs.js, ObsServer's JavaScript client (the contract: API.md, sections 4–9 and 12).
+
+import type { QueryMember, QueryRecord, QueryWindow } from "./query-window.js";
+export type { QueryMember, QueryRecord, QueryWindow };
 
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
 
@@ -140,8 +143,17 @@ export interface StreamOptions {
   onError?(error: ObsError): void;
 }
 
+/** A consumer inside the client (live queries) that a stream tells before its handlers. */
+export interface StreamTap {
+  batch?(batch: Batch): void;
+  reset?(info: { reason: string; oldestAvailable: number }): void;
+  error?(error: ObsError): void;
+}
+
 export class EventStream {
   constructor(client: ObsClient, path: string, options?: StreamOptions);
+  /** Tells `consumer` of every batch, reset and final error; returns the function that stops it. */
+  tap(consumer: StreamTap): () => void;
   readonly state: StreamState;
   /** The id of the last event received, which a resume continues after (null before the first);
    *  events of a revision whose commit has not come yet may be received but not yet delivered. */
@@ -155,6 +167,75 @@ export class EventStream {
   open(): this;
   /** Closes the stream; `open()` resumes it. */
   close(): void;
+}
+
+export type QueryOperator = "==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "prefix" | "exists";
+
+/** What a query matches and how its window is ordered and cut (contract 12). */
+export interface QueryDefinition {
+  /** Only objects of this class (absent: every object). */
+  class?: string;
+  /** At most 16 conditions, all must hold: [keyPath, operator, operand]. */
+  where?: [string, QueryOperator, JSONValue][];
+  /** At most 3: [keyPath, "asc" | "desc"]; the id ascending always breaks ties. */
+  orderBy?: [string, "asc" | "desc"][];
+  /** The window's size (1–10000, default 1000). */
+  limit?: number;
+  /** The key paths each member carries in `values` (at most 32). */
+  select?: string[];
+}
+
+/** A query registration as the server answers it. */
+export interface QueryRegistration extends QueryDefinition {
+  id: string;
+  options: ("initial" | "new" | "old")[];
+  context: JSONValue;
+  createdAt: string;
+  deduplicated?: boolean;
+}
+
+/** What `onChange` is told after each record applied (or a window taken from a snapshot: `record` null). */
+export interface QueryChange {
+  query: LiveQuery;
+  record: QueryRecord | null;
+  /** The window was replaced (the initial record, a rebuild after a reset, or a snapshot). */
+  initial: boolean;
+  members: QueryMember[];
+  total: number;
+  revision: number;
+}
+
+export interface QuerySettings {
+  /** Default ["initial", "new", "old"]. Without "initial" the window is taken from `POST /v1/query`. */
+  options?: ("initial" | "new" | "old")[];
+  context?: JSONValue;
+  /** At most one record per this many ms (contract 7.3). */
+  throttle?: number;
+  /** How long to wait for the registration's initial record before taking a snapshot instead (5000 ms). */
+  initialTimeoutMs?: number;
+  onChange?(change: QueryChange): void;
+  /** The stream's resume point was gone: the rebuild replaces the window (an `onChange` with `initial`). */
+  onReset?(info: { reason: string; oldestAvailable: number }): void;
+  /** The server removed the query (`unobserved`, `observerRemoved`); it is closed. */
+  onCancel?(info: { query: string; reason: string; revision?: number }): void;
+  /** The stream or a snapshot was refused for good (400, 401, 403, 404, 410); it is closed. */
+  onError?(error: ObsError): void;
+}
+
+/** A query's window kept current from the observer's stream. */
+export class LiveQuery {
+  readonly id: string;
+  readonly definition: QueryRegistration;
+  readonly observer: Observer;
+  /** The window: members in the query's order, each with its selected values. */
+  readonly members: QueryMember[];
+  /** How many objects match (the window holds at most `limit` of them). */
+  readonly total: number;
+  /** The revision of the last record applied. */
+  readonly revision: number;
+  readonly state: "starting" | "live" | "closed";
+  /** Unregisters it (`DELETE`), unless another LiveQuery of this client shares the registration. */
+  close(): Promise<void>;
 }
 
 export class Observer {
@@ -171,6 +252,13 @@ export class Observer {
     id: string; name: string | null; object: string | null; createdAt: string; deduplicated?: boolean;
   }>;
   unsubscribe(name?: string, object?: string): Promise<null>;
+  /**
+   * Registers a query and resolves, once its first window is in, to a LiveQuery kept current from
+   * the observer's first open stream (or one opened for it, closed with its last query).
+   */
+  query(definition: QueryDefinition, settings?: QuerySettings): Promise<LiveQuery>;
+  queries(): Promise<QueryRegistration[]>;
+  getQuery(id: string): Promise<QueryRegistration & { ids: string[]; total: number }>;
   get(): Promise<Record<string, JSONValue>>;
   keepalive(): Promise<{ expiresAt: string | null }>;
   delete(): Promise<null>;
@@ -199,6 +287,8 @@ export class ObsClient {
   postNotification(name: string, options?: {
     object?: string; userInfo?: Record<string, JSONValue>; posting?: "now" | "asap" | "idle"; coalesce?: ("name" | "object")[];
   }): Promise<{ revision: number; delivered: number } | { queued: true; coalesced: number }>;
+  /** `POST /v1/query`: the matches once, registering nothing. */
+  query(definition: QueryDefinition): Promise<{ objects: QueryMember[]; total: number; revision: number }>;
   createObserver(options?: ObserverOptions): Promise<Observer>;
   observer(id: string, token?: string | null): Observer;
   adminStream(options?: StreamOptions): EventStream;

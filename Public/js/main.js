@@ -1,5 +1,6 @@
 // The dashboard: asks for a token when the server wants one, opens the admin stream,
-// fetches a snapshot, then keeps every view current from the stream. Figures the
+// fetches a snapshot, then keeps every view current from the stream. The Objects table is
+// a live query of the page's own observer (objects-query.js). Figures the
 // stream does not carry (open streams, backlogs, leases) are refreshed from
 // /v1/stats and /v1/observers every POLL_MS. Streams are the client's (/client/obs.js):
 // they resume with Last-Event-ID by themselves after any disconnect.
@@ -7,6 +8,7 @@
 import { Api, ApiError, readable, segment } from "./api.js";
 import { el, schedule } from "./frame.js";
 import { Model } from "./model.js";
+import { ObjectsQuery } from "./objects-query.js";
 import { fetchSnapshot } from "./snapshot.js";
 import { CountersView } from "./views/counters.js";
 import { FeedView, describe } from "./views/feed.js";
@@ -14,6 +16,7 @@ import { FormsView } from "./views/forms.js";
 import { GraphView } from "./views/graph.js";
 import { ObjectsView } from "./views/objects.js";
 import { ObserversView } from "./views/observers.js";
+import { QueryFormView } from "./views/query-form.js";
 
 const POLL_MS = 1000;
 const WATCH_KEEP = 200;
@@ -28,9 +31,14 @@ const feed = new FeedView({
 });
 const forms = new FormsView(document, api, { onClassesChanged: () => loadClasses() });
 new GraphView($("graph"), $("graph-note"), model);
-new ObjectsView(
-  { body: $("objects-body"), filter: $("objects-filter"), note: $("objects-note"), datalist: $("object-ids") },
-  model, (id) => forms.select(id));
+const queryForm = new QueryFormView($("query-form"), { onApply: (definition) => objectsQuery.apply(definition) });
+const objects = new ObjectsView(
+  { head: $("objects-head"), body: $("objects-body"), total: $("objects-total"), datalist: $("object-ids") },
+  model, { onSelect: (id) => forms.select(id), onSort: (keyPath) => queryForm.sortBy(keyPath) });
+const objectsQuery = new ObjectsQuery(api, {
+  onWindow: (query) => objects.show(query),
+  onStatus: (status) => queryForm.showStatus(status),
+});
 new ObserversView($("observers-body"), model, { onWatch: watch, onDelete: deleteObserver });
 
 let adminStream = null;
@@ -117,6 +125,7 @@ async function start() {
   });
   refetch();
   loadClasses();
+  objectsQuery.start(queryForm.definition());
   clearInterval(pollTimer);
   pollTimer = setInterval(poll, POLL_MS);
 }
@@ -124,6 +133,7 @@ async function start() {
 function stopAll() {
   adminStream?.close();
   adminStream = null;
+  objectsQuery.stop();
   stopWatching();
   clearInterval(pollTimer);
 }
@@ -164,6 +174,7 @@ function markLoaded() {
 }
 
 function showStreamState(state) {
+  if (state === "live") objectsQuery.nudge(); // the server is back: the query's stream need not wait out its backoff
   if (state === "live") setConnection("live", "live");
   else if (state === "connecting") setConnection("connecting", "connecting…");
   else if (state === "reconnecting") setConnection("error", "reconnecting…");

@@ -1,5 +1,5 @@
-// What the dashboard knows of the server: objects, observers, observations and
-// subscriptions, kept current by the admin stream's events. Views subscribe to
+// What the dashboard knows of the server: objects, observers, observations,
+// subscriptions and queries, kept current by the admin stream's events. Views subscribe to
 // topics and redraw (batched per frame) when told.
 //
 // Events may be applied over a snapshot taken after them (the stream is opened
@@ -22,6 +22,8 @@ export class Model {
     this.observations = new Map();
     /** subscription id → {id, observer, name, object} */
     this.subscriptions = new Map();
+    /** query id → {id, observer, class, where, orderBy, limit, select, options} */
+    this.queries = new Map();
     this.revision = 0;
   }
 
@@ -42,6 +44,7 @@ export class Model {
     for (const observer of snapshot.observers) this.observers.set(observer.id, observer);
     for (const observation of snapshot.observations) this.observations.set(observation.id, observation);
     for (const subscription of snapshot.subscriptions) this.subscriptions.set(subscription.id, subscription);
+    for (const query of snapshot.queries) this.queries.set(query.id, query);
     this.revision = snapshot.revision ?? 0;
     this.emit("reset");
     this.emit("topology");
@@ -74,6 +77,7 @@ export class Model {
     this.observers.delete(id);
     for (const [regID, observation] of this.observations) if (observation.observer === id) this.observations.delete(regID);
     for (const [subID, subscription] of this.subscriptions) if (subscription.observer === id) this.subscriptions.delete(subID);
+    for (const [queryID, query] of this.queries) if (query.observer === id) this.queries.delete(queryID);
     this.emit("observers");
     this.emit("topology");
   }
@@ -144,6 +148,18 @@ Model.prototype.handlers = {
 
   subscriptionRemoved({ subscription }) {
     if (!this.subscriptions.delete(subscription)) return;
+    this.emit("observers");
+    this.emit("topology");
+  },
+
+  queryAdded({ observer, query }) {
+    this.queries.set(query.id, { ...query, observer });
+    this.emit("observers");
+    this.emit("topology");
+  },
+
+  queryRemoved({ query }) {
+    if (!this.queries.delete(query)) return;
     this.emit("observers");
     this.emit("topology");
   },

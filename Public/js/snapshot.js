@@ -1,5 +1,5 @@
 // The dashboard's full picture, fetched over the API: every object (paged), every
-// observer, and each observer's observations and subscriptions.
+// observer, and each observer's observations, subscriptions and queries.
 
 import { segment } from "./api.js";
 
@@ -21,12 +21,14 @@ export async function fetchSnapshot(api) {
   });
   const observations = [];
   const subscriptions = [];
+  const queries = [];
   for (const detail of details) {
     if (!detail) continue;
     for (const observation of detail.observations) observations.push({ ...observation, observer: detail.id });
     for (const subscription of detail.subscriptions) subscriptions.push({ ...subscription, observer: detail.id });
+    for (const query of detail.queries ?? []) queries.push({ ...query, observer: detail.id });
   }
-  return { objects, observers, observations, subscriptions, revision: stats.revision };
+  return { objects, observers, observations, subscriptions, queries, revision: stats.revision };
 }
 
 async function fetchObjects(api) {

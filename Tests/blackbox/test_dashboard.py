@@ -196,8 +196,9 @@ def test_forms_create_an_observer_with_a_registration_and_post_a_notification(se
     fill(form, "subscribe", "Ping")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#create-observer-form .result"), "subscribed"))
-    observer = server.request("GET", "/v1/observers")[1]["observers"][0]
-    assert observer["name"] == "from-page" and observer["observations"] == 1 and observer["subscriptions"] == 1
+    # The page's own observer (its Objects query) is listed too: the new one is found by name.
+    observer = next(o for o in server.request("GET", "/v1/observers")[1]["observers"] if o["name"] == "from-page")
+    assert observer["observations"] == 1 and observer["subscriptions"] == 1
     wait(browser).until(EC.presence_of_element_located(
         (By.CSS_SELECTOR, f'g.edge.observation[data-observer="{observer["id"]}"]')))
 
@@ -352,12 +353,15 @@ def test_populated_dashboard_screenshot(server_factory, browser):
     created(server, f"/v1/observers/{audit['id']}/observations",
             {"object": "acct-2", "keyPath": "tags", "options": ["new", "old", "prior"]})
     created(server, f"/v1/observers/{audit['id']}/subscriptions", {"name": "UserDidLogin"})
+    created(server, f"/v1/observers/{web['id']}/queries",
+            {"class": "Account", "where": [["balance", ">=", 100]], "orderBy": [["balance", "desc"]], "select": ["balance"]})
     open_dashboard(browser, server)
     for value in range(5):
         server.request("PUT", "/v1/objects/acct-0/values/balance", {"value": 1000 + value})
         time.sleep(0.1)
     server.request("POST", "/v1/notifications", {"name": "UserDidLogin", "object": "alice"})
-    wait(browser).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "g.edge")) == 6)
+    # Six observations and subscriptions, web-client's query, and the page's own query (its Objects table).
+    wait(browser).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "g.edge")) == 8)
     time.sleep(1.1)  # one poll of /v1/stats, one second of the events/s sparkline
     server.request("PUT", "/v1/objects/acct-0/values/balance", {"value": 2024})
     time.sleep(0.1)

@@ -2,6 +2,7 @@
 // the last KEEP events in memory and at most SHOW in the page.
 
 import { brief, el, schedule } from "../frame.js";
+import { queryLabel } from "../queries.js";
 
 const KEEP = 2000; // at most 1.5 × KEEP between trims
 const SHOW = 300;
@@ -115,6 +116,8 @@ export function describe(kind, data) {
       return `${data.observer} → notification ${s.name ?? "any name"} from ${s.object ?? "any object"}`;
     }
     case "subscriptionRemoved": return `${data.observer} ✕ ${data.subscription} (${data.reason})`;
+    case "queryAdded": return `${data.observer} → ${queryLabel(data.query)} (${data.query.id})`;
+    case "queryRemoved": return `${data.observer} ✕ ${data.query} on ${data.class ?? "all objects"} (${data.reason})`;
     case "notificationPosted":
       return `${data.name} from ${data.object ?? "—"}${userInfo(data)} → ${data.delivered} delivered`;
     case "change": {
@@ -123,7 +126,11 @@ export function describe(kind, data) {
       return `${data.object}.${data.keyPath} ${data.kind}${flags} ${values.filter(Boolean).join(" ")}`;
     }
     case "notification": return `${data.name} from ${data.object ?? "—"}${userInfo(data)}`;
-    case "cancelled": return `${data.observation ?? data.subscription} (${data.reason})`;
+    case "cancelled": return `${data.observation ?? data.subscription ?? data.query} (${data.reason})`;
+    case "query": {
+      const moves = `−${data.removed.length} +${data.inserted.length} ~${data.updated.length}`;
+      return `${data.query}${data.initial ? " initial" : ""} ${moves} (total ${data.total})`;
+    }
     default: return brief(data);
   }
 }

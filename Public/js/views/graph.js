@@ -1,9 +1,11 @@
-// The registration graph: observers on the left; observed objects and notification
-// names on the right; one edge per observation or subscription. Drawn as SVG, redrawn
-// once per frame when the topology changes; an edge flashes when a change flows along it.
+// The registration graph: observers on the left; queried classes, observed objects and
+// notification names on the right; one edge per query, observation or subscription. Drawn as
+// SVG, redrawn once per frame when the topology changes; an edge flashes when a change flows
+// along it.
 
 import { schedule } from "../frame.js";
 import { subscriptionMatches } from "../model.js";
+import { conditionsLabel, queryLabel, targetLabel } from "../queries.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const ROW = 38;
@@ -20,6 +22,7 @@ export class GraphView {
     this.note = note;
     this.model = model;
     this.edgesByObject = new Map();
+    this.edgesByClass = new Map();
     this.subscriptionEdges = [];
     this.flashes = [];
     const redraw = () => schedule(this.render);
@@ -41,10 +44,13 @@ export class GraphView {
     const shownObserverIDs = new Set(shownObservers.map((observer) => observer.id));
     const observations = [...model.observations.values()].filter((o) => shownObserverIDs.has(o.observer));
     const subscriptions = [...model.subscriptions.values()].filter((s) => shownObserverIDs.has(s.observer));
+    const queries = [...model.queries.values()].filter((q) => shownObserverIDs.has(q.observer));
 
     const objectIDs = new Set(observations.map((observation) => observation.object));
     if (model.objects.size <= ALL_OBJECTS_UP_TO) for (const id of model.objects.keys()) objectIDs.add(id);
-    const targets = [...objectIDs].sort().map((id) => ({ key: `o:${id}`, kind: "object", id, label: id }));
+    const classes = new Map(queries.map((query) => [classKey(query), targetLabel(query)]));
+    const targets = [...classes].sort().map(([key, label]) => ({ key, kind: "class", label }));
+    targets.push(...[...objectIDs].sort().map((id) => ({ key: `o:${id}`, kind: "object", id, label: id })));
     const notificationKeys = new Map();
     for (const subscription of subscriptions) {
       const key = notificationKey(subscription);
@@ -58,6 +64,7 @@ export class GraphView {
     const incoming = new Map();
     for (const observation of observations) bump(incoming, `o:${observation.object}`);
     for (const subscription of subscriptions) bump(incoming, notificationKey(subscription));
+    for (const query of queries) bump(incoming, classKey(query));
     const right = new Map();
     let bottom = 8;
     for (const target of shownTargets) {
@@ -75,6 +82,7 @@ export class GraphView {
     const x2 = width - 8 - NODE_WIDTH;
     const edges = svgElement("g", { class: "edges" });
     this.edgesByObject = new Map();
+    this.edgesByClass = new Map();
     this.subscriptionEdges = [];
 
     const addEdge = (fromID, targetKey, attributes, label, title) => {
@@ -107,6 +115,17 @@ export class GraphView {
       if (!this.edgesByObject.has(observation.object)) this.edgesByObject.set(observation.object, []);
       this.edgesByObject.get(observation.object).push({ edge, firstKey: observation.keyPath.split(".")[0] });
     }
+    for (const query of queries) {
+      const edge = addEdge(
+        query.observer, classKey(query),
+        { class: "edge query", "data-query": query.id, "data-observer": query.observer, "data-class": query.class ?? "" },
+        conditionsLabel(query.where),
+        `${query.id}: ${queryLabel(query)}`,
+      );
+      if (!edge) continue;
+      if (!this.edgesByClass.has(query.class ?? null)) this.edgesByClass.set(query.class ?? null, []);
+      this.edgesByClass.get(query.class ?? null).push(edge);
+    }
     for (const subscription of subscriptions) {
       const edge = addEdge(
         subscription.observer, notificationKey(subscription),
@@ -125,7 +144,8 @@ export class GraphView {
     for (const target of shownTargets) {
       const { top, height: nodeHeight } = right.get(target.key);
       const pending = target.kind === "object" && model.objects.get(target.id)?.releasePending;
-      const attributes = target.kind === "object" ? { "data-object": target.id } : { "data-notification": target.label };
+      const attributes = target.kind === "object" ? { "data-object": target.id }
+        : target.kind === "class" ? { "data-class": target.key.slice(2) } : { "data-notification": target.label };
       nodes.append(node(x2, top, nodeHeight, target.kind + (pending ? " pending" : ""), target.label, attributes));
     }
     if (!shownObservers.length && !shownTargets.length) {
@@ -143,7 +163,7 @@ export class GraphView {
     this.note.textContent = notes.length ? `Not drawn: ${notes.join("; ")}.` : "";
   }
 
-  /** Lights up the edges a change or a posting went along (approximated: same object and first key). */
+  /** Lights up the edges a change or a posting went along (approximated: same object and first key; a query by class). */
   applyFlashes() {
     const lit = new Set();
     for (const flash of this.flashes) {
@@ -157,6 +177,8 @@ export class GraphView {
       for (const { edge, firstKey: observed } of this.edgesByObject.get(flash.object) ?? []) {
         if (observed === firstKey || observed.startsWith("@")) lit.add(edge);
       }
+      const objectClass = this.model.objects.get(flash.object)?.class ?? null;
+      for (const edge of [...(this.edgesByClass.get(objectClass) ?? []), ...(this.edgesByClass.get(null) ?? [])]) lit.add(edge);
     }
     this.flashes = [];
     for (const edge of lit) {
@@ -180,6 +202,11 @@ function node(x, top, height, kind, label, attributes) {
     svgElement("title", {}, label),
   );
   return group;
+}
+
+/** The graph's node of a query's class; `c:` alone for a query over every object. */
+function classKey(query) {
+  return `c:${query.class ?? ""}`;
 }
 
 function notificationKey(subscription) {

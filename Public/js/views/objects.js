@@ -1,23 +1,22 @@
-// The objects table: id, class, revision and values (nested key paths expandable).
-// Only changed rows are rebuilt; at most MAX_ROWS rows are in the page (a filter narrows).
+// The objects table: the window of the dashboard's live query (objects-query.js), in the query's
+// order. Each row: id, class, revision, one column per selected key path (the query's values,
+// live from its records), all values (from the admin stream's model; nested ones expandable), and
+// Edit. A key path column's header sorts by it (again: the other way); the id header goes back to
+// the id order. Only rows whose member or object changed are rebuilt.
 
 import { brief, el, schedule } from "../frame.js";
 
-const MAX_ROWS = 200;
 const MAX_ITEMS = 50;
 const FLASH_MS = 600;
 
 export class ObjectsView {
-  constructor({ body, filter, note, datalist }, model, onSelect) {
-    this.body = body;
-    this.filter = filter;
-    this.note = note;
-    this.datalist = datalist;
-    this.model = model;
-    this.onSelect = onSelect;
-    this.rows = new Map();
-    this.dirty = new Set();
+  constructor({ head, body, total, datalist }, model, { onSelect, onSort }) {
+    Object.assign(this, { head, body, total, datalist, model, onSelect, onSort });
+    this.query = null;
+    this.rows = new Map(); // object id → {row, member, columns}
+    this.dirty = new Set(); // objects whose model entry changed
     this.shown = [];
+    this.headKey = null;
     this.open = new Map(); // object id → set of expanded key paths (kept across redraws)
     this.render = this.render.bind(this);
     model.on("object", (id) => this.mark(id));
@@ -30,47 +29,42 @@ export class ObjectsView {
       this.shown = [];
       schedule(this.render);
     });
-    filter.addEventListener("input", () => schedule(this.render));
+  }
+
+  /** Shows `query`'s window (a LiveQuery); called again after each change of it. */
+  show(query) {
+    if (query !== this.query) this.rows.clear(); // another query: other columns
+    this.query = query;
+    schedule(this.render);
   }
 
   mark(id) {
+    if (!this.rows.has(id)) return; // not in the window: nothing to redraw
     this.dirty.add(id);
     schedule(this.render);
   }
 
-  visibleIDs() {
-    const needle = this.filter.value.trim().toLowerCase();
-    const ids = [];
-    for (const object of this.model.objects.values()) {
-      if (!needle || object.id.toLowerCase().includes(needle) || (object.class ?? "").toLowerCase().includes(needle)) {
-        ids.push(object.id);
-      }
-    }
-    ids.sort();
-    return { ids: ids.slice(0, MAX_ROWS), total: ids.length };
-  }
-
   render() {
-    const { ids, total } = this.visibleIDs();
+    const members = this.query?.members ?? [];
+    const columns = this.query?.definition.select ?? [];
+    const [sortKey = null, direction = "asc"] = this.query?.definition.orderBy?.[0] ?? [];
+    this.renderHead(columns, sortKey, direction);
+    const ids = members.map((member) => member.id);
     const sameOrder = ids.length === this.shown.length && ids.every((id, index) => id === this.shown[index]);
     const flashed = [];
-    for (const id of this.dirty) {
-      const old = this.rows.get(id);
-      const object = this.model.objects.get(id);
-      if (!object) {
-        this.rows.delete(id);
-        continue;
+    for (const member of members) {
+      const cached = this.rows.get(member.id);
+      if (cached && cached.member === member && !this.dirty.has(member.id)) continue;
+      const row = this.row(member, columns);
+      if (cached) {
+        if (sameOrder && cached.row.isConnected) cached.row.replaceWith(row);
+        flashed.push(row);
       }
-      if (!old) continue;
-      const row = this.row(object);
-      this.rows.set(id, row);
-      if (sameOrder && old.isConnected) old.replaceWith(row);
-      flashed.push(row);
+      this.rows.set(member.id, { row, member });
     }
     this.dirty.clear();
     if (!sameOrder) {
-      const rows = ids.map((id) => this.rows.get(id) ?? this.cache(id));
-      this.body.replaceChildren(...rows);
+      this.body.replaceChildren(...ids.map((id) => this.rows.get(id).row));
       const shown = new Set(ids);
       for (const id of this.rows.keys()) if (!shown.has(id)) this.rows.delete(id);
       this.shown = ids;
@@ -80,25 +74,51 @@ export class ObjectsView {
       row.classList.add("flash");
       setTimeout(() => row.classList.remove("flash"), FLASH_MS);
     }
-    this.note.textContent = total > ids.length ? `Showing ${ids.length} of ${total}; filter to narrow.` : "";
+    const total = this.query?.total ?? 0;
+    this.total.textContent = this.query
+      ? `${total} ${total === 1 ? "object matches" : "objects match"}${total > ids.length ? `; the first ${ids.length} are shown` : ""}.`
+      : "";
   }
 
-  cache(id) {
-    const row = this.row(this.model.objects.get(id));
-    this.rows.set(id, row);
-    return row;
+  /** The header: sortable key path columns between the object's own columns. */
+  renderHead(columns, sortKey, direction) {
+    const key = JSON.stringify([columns, sortKey, direction]);
+    if (key === this.headKey) return;
+    this.headKey = key;
+    const sortable = (label, keyPath) => {
+      const active = keyPath === sortKey || (keyPath === null && sortKey === null);
+      const order = active ? (keyPath === null || direction === "asc" ? "ascending" : "descending") : "none";
+      const next = active && keyPath !== null && direction === "asc" ? "descending" : "ascending";
+      return el("th", { scope: "col", "aria-sort": order },
+        el("button", {
+          type: "button", class: "sort", dataset: { sort: keyPath ?? "" },
+          "aria-label": keyPath === null ? "Sort by id" : `Sort by ${keyPath}, ${next}`,
+          onclick: () => this.onSort(keyPath),
+        }, label, active ? (order === "ascending" ? " ▲" : " ▼") : ""));
+    };
+    this.head.replaceChildren(el("tr", {},
+      sortable("id", null),
+      el("th", { scope: "col" }, "class"),
+      el("th", { scope: "col" }, "rev"),
+      columns.map((keyPath) => sortable(keyPath, keyPath)),
+      el("th", { scope: "col" }, "values"),
+      el("th", { scope: "col" }, el("span", { class: "visually-hidden" }, "actions"))));
   }
 
-  row(object) {
-    const open = this.open.get(object.id) ?? new Set();
-    const state = object.releasePending ? ` (release pending: ${object.retainedBy.join(", ")})` : "";
-    return el("tr", { dataset: { object: object.id } },
-      el("td", { class: "mono" }, object.id, state),
-      el("td", {}, object.class ?? "—"),
-      el("td", { class: "mono" }, String(object.revision)),
-      el("td", {}, valueList(object.values, "", open, (path, isOpen) => this.remember(object.id, path, isOpen))),
+  row(member, columns) {
+    const object = this.model.objects.get(member.id);
+    const open = this.open.get(member.id) ?? new Set();
+    const state = object?.releasePending ? ` (release pending: ${object.retainedBy.join(", ")})` : "";
+    return el("tr", { dataset: { object: member.id } },
+      el("td", { class: "mono" }, member.id, state),
+      el("td", {}, object ? object.class ?? "—" : "…"),
+      el("td", { class: "mono" }, object ? String(object.revision) : "…"),
+      columns.map((keyPath) => el("td", { class: "mono", "data-key-path": keyPath }, brief(member.values[keyPath] ?? null, 60))),
+      el("td", {}, object
+        ? valueList(object.values, "", open, (path, isOpen) => this.remember(member.id, path, isOpen))
+        : "…"),
       el("td", {}, el("button", {
-        type: "button", class: "secondary", "aria-label": `Edit ${object.id}`, onclick: () => this.onSelect(object.id),
+        type: "button", class: "secondary", "aria-label": `Edit ${member.id}`, onclick: () => this.onSelect(member.id),
       }, "Edit")),
     );
   }

@@ -4,6 +4,7 @@
 // take the keyboard focus away from a row's buttons.
 
 import { el, schedule } from "../frame.js";
+import { queryLabel } from "../queries.js";
 
 const MAX_ROWS = 200;
 
@@ -30,6 +31,7 @@ export class ObserversView {
     for (const s of this.model.subscriptions.values()) {
       add(owned, s.observer, "subscriptions", `notification ${s.name ?? "*"} from ${s.object ?? "*"}`);
     }
+    for (const q of this.model.queries.values()) add(owned, q.observer, "queries", `query ${queryLabel(q)}`);
     const ids = new Set(shown.map((observer) => observer.id));
     for (const id of this.entries.keys()) if (!ids.has(id)) this.entries.delete(id);
     for (const observer of shown) {
@@ -67,7 +69,7 @@ export class ObserversView {
     return { row, cells, observer, registrationsKey: null };
   }
 
-  fill(entry, observer, { observations = [], subscriptions = [] } = {}) {
+  fill(entry, observer, { observations = [], subscriptions = [], queries = [] } = {}) {
     entry.observer = observer;
     const { cells } = entry;
     setText(cells.streams, observer.streams ? `● ${observer.streams}` : "0");
@@ -75,12 +77,12 @@ export class ObserversView {
     setText(cells.backlog, String(observer.backlog ?? 0));
     setText(cells.dropped, String(observer.dropped ?? 0));
     this.showLease(entry);
-    const registrations = [...observations, ...subscriptions];
+    const registrations = [...observations, ...subscriptions, ...queries];
     const key = registrations.join("\n");
     if (key === entry.registrationsKey) return;
     entry.registrationsKey = key;
     const wasOpen = cells.registrations.querySelector("details")?.open ?? false;
-    const summary = `${observations.length} obs · ${subscriptions.length} subs`;
+    const summary = `${observations.length} obs · ${subscriptions.length} subs${queries.length ? ` · ${queries.length} ${queries.length === 1 ? "query" : "queries"}` : ""}`;
     cells.registrations.replaceChildren(registrations.length
       ? el("details", { open: wasOpen }, el("summary", {}, summary),
         el("ul", { class: "values" }, registrations.map((text) => el("li", {}, text))))
@@ -108,6 +110,6 @@ function setText(cell, text) {
 
 /** Adds `text` to the `field` list of observer `id`. */
 function add(owned, id, field, text) {
-  if (!owned.has(id)) owned.set(id, { observations: [], subscriptions: [] });
+  if (!owned.has(id)) owned.set(id, { observations: [], subscriptions: [], queries: [] });
   owned.get(id)[field].push(text);
 }

@@ -1,0 +1,116 @@
+// The dashboard's own observer and its one live query (contract 12), which the Objects table
+// shows. A new filter registers a new query first and deletes the old one once the new one's
+// window is in, so the table never goes blank. The query lives on the observer's stream (the
+// client's EventStream: resume, reset rebuild); when the server loses the observer (a restart
+// without --data-dir, a Delete from the page) both are made again.
+
+import { readable } from "./api.js";
+
+const RETRY_MS = 2000;
+/** Seconds the observer outlives a closed tab (the page also deletes it as it goes). */
+const LEASE = 60;
+
+export class ObjectsQuery {
+  /**
+   * @param {Api} api
+   * @param {object} handlers  `onWindow(liveQuery)` after each change of the window; `onStatus({state,
+   *   message?, query?})` with state "loading", "live" or "error".
+   */
+  constructor(api, { onWindow, onStatus }) {
+    this.api = api;
+    this.onWindow = onWindow;
+    this.onStatus = onStatus;
+    this.observer = null;
+    this.query = null;
+    this.definition = {};
+    this.generation = 0; // a newer apply() outdates what an older one was waiting for
+    this.stopped = true;
+    this.retry = null;
+    addEventListener("pagehide", () => this.leave());
+  }
+
+  /** Starts with `definition` (or the last one), making the observer when there is none. */
+  start(definition = this.definition) {
+    this.stopped = false;
+    return this.apply(definition);
+  }
+
+  /** Replaces the query by one for `definition`. */
+  async apply(definition) {
+    this.definition = definition;
+    if (this.stopped) return; // kept for start()
+    const mine = ++this.generation;
+    clearTimeout(this.retry);
+    this.onStatus({ state: "loading" });
+    let query;
+    try {
+      const observer = await this.ensureObserver();
+      query = await observer.query(definition, {
+        options: ["initial", "new"], // old values are not shown
+        onChange: (change) => mine === this.generation && this.onWindow(change.query),
+        onCancel: (info) => this.lost(mine, `the query was removed (${info.reason})`, info.reason === "observerRemoved"),
+        onError: (error) => this.lost(mine, readable(error), [404, 410].includes(error.status)),
+      });
+    } catch (error) {
+      if (mine !== this.generation || this.stopped) return;
+      // 400s are the filter's fault: said, not retried. Anything else: the observer may be gone.
+      if (error.status === 400) return this.onStatus({ state: "error", message: readable(error), invalid: true });
+      return this.lost(mine, readable(error), error.status === 404);
+    }
+    if (mine !== this.generation || this.stopped) {
+      query.close().catch(() => {});
+      return;
+    }
+    const old = this.query;
+    this.query = query;
+    this.onWindow(query);
+    this.onStatus({ state: "live", query });
+    old?.close().catch(() => {}); // the same registration (deduplicated) stays: the new one holds it
+  }
+
+  /** The observer, created on first use under this tab's client name. */
+  async ensureObserver() {
+    this.observer ??= await this.api.client.createObserver({ name: this.api.client.name, lease: LEASE });
+    return this.observer;
+  }
+
+  /** The query ended or could not be made: said, and made again after a pause. */
+  lost(mine, message, observerGone) {
+    if (mine !== this.generation || this.stopped) return;
+    if (observerGone) this.forgetObserver();
+    this.query = null;
+    this.onStatus({ state: "error", message: `${message}; trying again…` });
+    this.retry = setTimeout(() => mine === this.generation && !this.stopped && this.apply(this.definition), RETRY_MS);
+  }
+
+  forgetObserver() {
+    this.observer?.queryRouter.stream?.close();
+    this.observer = null;
+  }
+
+  /** The server is back (the admin stream is live): a query stream waiting out its backoff reconnects now. */
+  nudge() {
+    const stream = this.observer?.queryRouter.stream;
+    if (stream?.state !== "reconnecting") return;
+    stream.close();
+    stream.open();
+  }
+
+  /** Stops showing anything: the streams close; the observer stays until its lease ends (the token may change). */
+  stop() {
+    this.stopped = true;
+    this.generation += 1;
+    clearTimeout(this.retry);
+    this.query = null;
+    this.forgetObserver();
+  }
+
+  /** The tab goes away: its observer (and with it the query) is deleted by a request that outlives the page. */
+  leave() {
+    const observer = this.observer;
+    if (!observer) return;
+    const { client } = this.api;
+    fetch(client.base + observer.path, { method: "DELETE", keepalive: true, headers: client.headers(observer.token) })
+      .catch(() => {}); // the lease ends it anyway
+  }
+}
