@@ -143,9 +143,14 @@ struct QueryBook: Sendable {
         return changed
     }
 
-    /// Moves a subject's entries in `dependents` to the places it read now (traced shapes).
-    mutating func track(_ shape: inout QueryShape, _ id: String, _ places: Set<ObjectPath>) {
+    /// Moves a subject's entries in `dependents` to the places it read now (traced shapes),
+    /// but for the top-level keys of its own the shape reads: the class index finds those.
+    mutating func track(_ shape: inout QueryShape, _ id: String, _ read: Set<ObjectPath>) {
         guard shape.traced != nil else { return }
+        let reads = shape.placement.reads
+        let places = read.filter { place in
+            place.objectID != id || place.keys.count != 1 || !reads.contains(place.keys[0])
+        }
         let before = shape.traced!.tracked[id] ?? []
         guard before != places else { return }
         let token = Self.token(shape.number, id)

@@ -14,6 +14,8 @@ struct QueryDefinition: Sendable {
     let json: JSONObject
     /// `json`'s text with keys in a fixed order: equal for equal definitions.
     let canonical: String
+    /// The conditions in the order an object is tested: those on one key of its own first.
+    let evaluationOrder: [QueryCondition]
 
     static let maxConditions = 16
     static let maxInValues = 100
@@ -66,6 +68,8 @@ struct QueryDefinition: Sendable {
         }
         self.className = className
         self.conditions = conditions
+        evaluationOrder =
+            conditions.filter { $0.path.components.count == 1 } + conditions.filter { $0.path.components.count > 1 }
         self.order = order
         self.limit = limit
         self.select = select

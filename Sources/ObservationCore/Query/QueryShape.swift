@@ -162,7 +162,9 @@ extension QueryDefinition {
     func evaluate(_ id: String, in graph: ObjectGraph) -> (member: QueryShape.Member?, places: Set<ObjectPath>) {
         guard let object = graph.objects[id], className == nil || object.className == className else { return (nil, []) }
         var reader = SubjectReader(graph: graph, object: object)
-        for condition in conditions where !condition.holds(for: reader.read(condition.path)) {
+        // Conditions on one key of its own first: an object they refuse reads nothing elsewhere
+        // (and is tracked nowhere).
+        for condition in evaluationOrder where !condition.holds(for: reader.read(condition.path)) {
             return (nil, reader.places)
         }
         let values = order.map { SortValue(reader.read($0.path)) }
