@@ -61,14 +61,27 @@ struct QueryAPITests {
             let again = try client.send("POST", "/v1/observers/\(observer)/queries", json: body)
             #expect(again.status == 200 && again["deduplicated"] == true)
             #expect(try currentRevision(client) == revision, "a deduplicated registration takes no revision")
-            let otherOptions = try Self.register(client, observer, ["class": "Order", "where": [["total", ">=", 20]], "orderBy": [["total"]], "limit": 2, "select": ["total"], "options": ["old"]])
+            let otherOptions = try Self.register(
+                client, observer,
+                [
+                    "class": "Order", "where": [["total", ">=", 20]], "orderBy": [["total"]], "limit": 2,
+                    "select": ["total"], "options": ["old"],
+                ])
             #expect(otherOptions != id, "other options: another query")
             let one = try client.get("/v1/observers/\(observer)/queries/\(id)")
             #expect(one["ids"] == ["o2", "o3"] && one["total"] == 4)
             let list = try client.get("/v1/observers/\(observer)/queries")
-            if case .array(let queries) = list["queries"] { #expect(queries.count == 2) } else { Issue.record("\(list.text)") }
+            if case .array(let queries) = list["queries"] {
+                #expect(queries.count == 2)
+            } else {
+                Issue.record("\(list.text)")
+            }
             let detail = try client.get("/v1/observers/\(observer)")
-            if case .array(let queries) = detail["queries"] { #expect(queries.count == 2) } else { Issue.record("\(detail.text)") }
+            if case .array(let queries) = detail["queries"] {
+                #expect(queries.count == 2)
+            } else {
+                Issue.record("\(detail.text)")
+            }
             #expect(try client.get("/v1/stats")["queries"] == 2)
             #expect(try client.get("/metrics").text.contains("obs_queries 2"))
             let summary = try client.get("/v1/observers")
@@ -92,10 +105,11 @@ struct QueryAPITests {
                 ])
             let initial = try #require(try stream.next())
             #expect(initial.name == "query" && initial["initial"] == true && initial["total"] == 5)
-            #expect(initial["inserted"] == [
-                ["index": 0, "id": "o5", "new": ["total": 50]], ["index": 1, "id": "o4", "new": ["total": 40]],
-                ["index": 2, "id": "o3", "new": ["total": 30]],
-            ])
+            #expect(
+                initial["inserted"] == [
+                    ["index": 0, "id": "o5", "new": ["total": 50]], ["index": 1, "id": "o4", "new": ["total": 40]],
+                    ["index": 2, "id": "o3", "new": ["total": 30]],
+                ])
             // o1 jumps to the top: a move in CollectionDifference terms is an insertion only (o1 was outside).
             try client.set("o1", "total", 100)
             let jump = try #require(try stream.next())
@@ -115,7 +129,9 @@ struct QueryAPITests {
             // Outside the window: only the total changes, or nothing does.
             try client.set("o2", "status", "closed")
             let totalOnly = try #require(try stream.next())
-            #expect(totalOnly["total"] == 4 && totalOnly["removed"] == [] && totalOnly["inserted"] == [] && totalOnly["updated"] == [])
+            #expect(
+                totalOnly["total"] == 4 && totalOnly["removed"] == [] && totalOnly["inserted"] == []
+                    && totalOnly["updated"] == [])
             try client.set("o2", "total", 1)
             // A deleted member leaves; the next in order refills the window.
             let deleted = try client.delete("/v1/objects/o1")
@@ -137,7 +153,8 @@ struct QueryAPITests {
             try client.observe(observer, "o1", "total")
             try Self.register(client, observer, ["class": "Order", "select": ["total", "status"], "options": ["new"]])
             let stream = try server.stream(observer)
-            let response = try client.send("PATCH", "/v1/objects/o1", json: ["values": ["total": 11, "status": "held"]])
+            let response = try client.send(
+                "PATCH", "/v1/objects/o1", json: ["values": ["total": 11, "status": "held"]])
             #expect(response.status == 200)
             let events = try stream.events(2)
             #expect(events.map(\.name) == ["change", "query"])
@@ -164,10 +181,11 @@ struct QueryAPITests {
             try client.set("c2", "country", "DE")  // o2 and o4 enter through their customer
             let entered = try #require(try stream.next())
             #expect(entered["total"] == 5)
-            #expect(entered["inserted"] == [
-                ["index": 0, "id": "o2", "new": ["customer.name": "Bob"]],
-                ["index": 1, "id": "o4", "new": ["customer.name": "Bob"]],
-            ])
+            #expect(
+                entered["inserted"] == [
+                    ["index": 0, "id": "o2", "new": ["customer.name": "Bob"]],
+                    ["index": 1, "id": "o4", "new": ["customer.name": "Bob"]],
+                ])
             try client.set("o4", "customer", .reference("c1"))  // repointed: o4 moves among c1's orders
             let moved = try #require(try stream.next())
             #expect(moved["removed"] == [["index": 1, "id": "o4", "moved": true]])
@@ -189,7 +207,9 @@ struct QueryAPITests {
             #expect(try client.delete("/v1/observers/\(observer)/queries/\(id)").status == 204)
             try client.set("o1", "total", 7)
             let cancelled = try #require(try stream.next())
-            #expect(cancelled.name == "cancelled" && cancelled["query"] == .string(id) && cancelled["reason"] == "unobserved")
+            #expect(
+                cancelled.name == "cancelled" && cancelled["query"] == .string(id)
+                    && cancelled["reason"] == "unobserved")
             try client.createObject("x")
             try client.observe(observer, "x", "n")
             try client.set("x", "n", 1)
@@ -219,7 +239,10 @@ struct QueryAPITests {
             for index in 1...4 {
                 _ = try client.send(
                     "POST", "/v1/objects",
-                    json: ["id": .string("o\(index)"), "class": "Order", "values": ["total": .int(index), "group": index < 3 ? "a" : "b"]],
+                    json: [
+                        "id": .string("o\(index)"), "class": "Order",
+                        "values": ["total": .int(index), "group": index < 3 ? "a" : "b"],
+                    ],
                     headers: auth)
             }
             let created = try client.send("POST", "/v1/observers", json: [:], headers: auth)
@@ -227,14 +250,21 @@ struct QueryAPITests {
             let before = try client.get("/v1/stats", headers: auth)["revision"]
             let answer = try client.send(
                 "POST", "/v1/query",
-                json: ["class": "Order", "where": [["group", "==", "b"]], "orderBy": [["total", "desc"]], "select": ["total"]],
+                json: [
+                    "class": "Order", "where": [["group", "==", "b"]], "orderBy": [["total", "desc"]],
+                    "select": ["total"],
+                ],
                 headers: ["Authorization": "Bearer \(token)"])
             #expect(answer.status == 200, "\(answer.text)")
-            #expect(answer["objects"] == [["id": "o4", "values": ["total": 4]], ["id": "o3", "values": ["total": 3]]])
+            #expect(
+                answer["objects"] == [["id": "o4", "values": ["total": 4]], ["id": "o3", "values": ["total": 3]]])
             #expect(answer["total"] == 2 && answer["revision"] == before)
             #expect(try client.get("/v1/stats", headers: auth)["revision"] == before, "nothing registered")
-            let refused = try client.send("POST", "/v1/query", json: ["class": "Order", "options": ["new"]], headers: auth)
-            #expect(refused.status == 400 && refused.errorCode == "invalidRequest", "options are not part of a one-shot query")
+            let refused = try client.send(
+                "POST", "/v1/query", json: ["class": "Order", "options": ["new"]], headers: auth)
+            #expect(
+                refused.status == 400 && refused.errorCode == "invalidRequest",
+                "options are not part of a one-shot query")
             let missing = try client.send("POST", "/v1/query", json: ["class": "Nope"], headers: auth)
             #expect(missing.status == 404)
         }
@@ -291,7 +321,10 @@ struct QueryAPITests {
             let stream = try server.stream(observer)
             try Self.register(
                 client, observer,
-                ["class": "Order", "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"], "options": ["new", "old"], "throttle": 400])
+                [
+                    "class": "Order", "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"],
+                    "options": ["new", "old"], "throttle": 400,
+                ])
             try client.set("o1", "total", 90)  // sent at once: the window was quiet
             let first = try #require(try stream.next())
             #expect(first["inserted"] == [["index": 0, "id": "o1", "new": ["total": 90]]])
@@ -310,7 +343,12 @@ struct QueryAPITests {
         try withServer { server, client in
             try Self.populate(client)
             let observer = try client.createObserver(["replay": 2])
-            let id = try Self.register(client, observer, ["class": "Order", "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"], "options": ["new"]])
+            let id = try Self.register(
+                client, observer,
+                [
+                    "class": "Order", "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"],
+                    "options": ["new"],
+                ])
             for value in [60, 70, 80, 90] { try client.set("o1", "total", .int(value)) }
             try client.set("o2", "total", 85)
             let stream = try server.stream(observer, headers: ["Last-Event-ID": "1"])
@@ -318,7 +356,10 @@ struct QueryAPITests {
             #expect(events[0].name == "reset")
             #expect(events[1].name == "query" && events[1].id == nil && events[1]["initial"] == true)
             #expect(events[1]["query"] == .string(id))
-            #expect(events[1]["inserted"] == [["index": 0, "id": "o1", "new": ["total": 90]], ["index": 1, "id": "o2", "new": ["total": 85]]])
+            #expect(
+                events[1]["inserted"] == [
+                    ["index": 0, "id": "o1", "new": ["total": 90]], ["index": 1, "id": "o2", "new": ["total": 85]],
+                ])
         }
     }
 
@@ -328,24 +369,35 @@ struct QueryAPITests {
         var observer = ""
         var query = ""
         var last = 0
-        try withServer(configure: { $0.dataDir = directory.path; $0.checkpointCommands = 1_000 }) { server, client in
+        try withServer(configure: {
+            $0.dataDir = directory.path; $0.checkpointCommands = 1_000
+        }) { server, client in
             try Self.populate(client)
             observer = try client.createObserver(["lease": 600])
             query = try Self.register(
                 client, observer,
-                ["class": "Order", "where": [["customer.country", "==", "FR"]], "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"], "options": ["new", "old"], "context": "ctx"])
+                [
+                    "class": "Order", "where": [["customer.country", "==", "FR"]], "orderBy": [["total", "desc"]],
+                    "limit": 2, "select": ["total"], "options": ["new", "old"], "context": "ctx",
+                ])
             let stream = try server.stream(observer)
             try client.set("o1", "total", 99)
             last = try #require(try stream.next()?.id)
         }
         for round in 0..<2 {
-            try withServer(configure: { $0.dataDir = directory.path; $0.checkpointCommands = round == 0 ? 1_000 : 1 }) { server, client in
+            try withServer(configure: {
+                $0.dataDir = directory.path; $0.checkpointCommands = round == 0 ? 1_000 : 1
+            }) { server, client in
                 let window = try client.get("/v1/observers/\(observer)/queries/\(query)")
-                #expect(window["ids"] == (round == 0 ? ["o1", "o5"] : ["o3", "o1"]) && window["context"] == "ctx", "\(window.text)")
+                #expect(
+                    window["ids"] == (round == 0 ? ["o1", "o5"] : ["o3", "o1"]) && window["context"] == "ctx",
+                    "\(window.text)")
                 let stream = try server.stream(observer, headers: ["Last-Event-ID": "\(last)"])
                 try client.set(round == 0 ? "o3" : "o1", "total", round == 0 ? 100 : 5)  // each changes the window
                 let next = try #require(try stream.next())
-                #expect(next.id == last + 1 && next.name == "query" && next["query"] == .string(query) && next["context"] == "ctx")
+                #expect(
+                    next.id == last + 1 && next.name == "query" && next["query"] == .string(query)
+                        && next["context"] == "ctx")
                 last = next.id ?? 0
             }
         }

@@ -248,13 +248,21 @@ struct CommandGenerator {
                 "class": "Person", "where": [["age", ">=", .int(pick(0..<90))]], "orderBy": [["name", "asc"]],
                 "limit": 3, "select": ["name", "age"],
             ],
-            ["class": "Person", "where": [["name", "==", .string(word())]], "orderBy": [["age", "desc"]], "limit": 5],
+            [
+                "class": "Person", "where": [["name", "==", .string(word())]], "orderBy": [["age", "desc"]], "limit": 5,
+            ],
             [
                 "class": "Person", "where": [["boss.name", "in", [.string(word()), .string(word())]]],
-                "orderBy": [["fullName", "asc"], ["age", "desc"]], "limit": 4, "select": ["boss.name", "friends.@count"],
+                "orderBy": [["fullName", "asc"], ["age", "desc"]], "limit": 4,
+                "select": ["boss.name", "friends.@count"],
             ],
-            ["class": "Person", "where": [["name", "prefix", "A"], ["age", "<", 60]], "limit": 2, "select": ["nick"]],
-            ["where": [["v", "exists", true]], "orderBy": [["v", "desc"]], "limit": 3, "select": ["v", "nested.a.b"]],
+            [
+                "class": "Person", "where": [["name", "prefix", "A"], ["age", "<", 60]], "limit": 2, "select": ["nick"],
+            ],
+            [
+                "where": [["v", "exists", true]], "orderBy": [["v", "desc"]], "limit": 3,
+                "select": ["v", "nested.a.b"],
+            ],
             ["class": "Person", "where": [["nmae", "==", 1]]],
             ["class": "Nothing"],
         ]

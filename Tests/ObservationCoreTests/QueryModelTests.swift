@@ -27,9 +27,15 @@ struct QueryModelTests {
         ],
         ["class": "Order", "where": [["rank", "<", 50]], "orderBy": [["status", "desc"]], "limit": 3],
         ["class": "Order", "orderBy": [["rank", "asc"]], "limit": 2, "select": ["group"]],
-        ["where": [["total", "exists", true]], "orderBy": [["total", "asc"]], "limit": 6, "select": ["status", "total"]],
+        [
+            "where": [["total", "exists", true]], "orderBy": [["total", "asc"]], "limit": 6,
+            "select": ["status", "total"],
+        ],
         ["class": "Order", "where": [["total", "<", 50]], "orderBy": [["status", "desc"]], "limit": 3],
-        ["where": [["status", "in", ["open", "held"]]], "orderBy": [["group", "desc"]], "limit": 4, "select": ["total"]],
+        [
+            "where": [["status", "in", ["open", "held"]]], "orderBy": [["group", "desc"]], "limit": 4,
+            "select": ["total"],
+        ],
     ]
 
     @Test("random writes, deletions and repointed references", arguments: [1, 2, 3, 42])
@@ -46,7 +52,9 @@ struct QueryModelTests {
     func sharing() throws {
         let store = Store()
         _ = try store.defineClass("Order", definition: ["properties": ["total": ["type": "number"]]])
-        for index in 0..<5 { _ = try store.createObject(id: "o\(index)", className: "Order", values: ["total": .int(index)]) }
+        for index in 0..<5 {
+            _ = try store.createObject(id: "o\(index)", className: "Order", values: ["total": .int(index)])
+        }
         let a = try store.createObserver(ObserverSettings()).observer.id
         let b = try store.createObserver(ObserverSettings()).observer.id
         let definition: JSON = ["class": "Order", "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"]]
@@ -75,10 +83,13 @@ struct QueryModelTests {
             ["properties": ["name": ["type": "string"], "label": ["type": "string", "computed": .string(template)]]]
         }
         _ = try store.defineClass("Tag", definition: computed("{name}"))
-        for name in ["Ann", "Bob", "Amy"] { _ = try store.createObject(id: name, className: "Tag", values: ["name": .string(name)]) }
+        for name in ["Ann", "Bob", "Amy"] {
+            _ = try store.createObject(id: name, className: "Tag", values: ["name": .string(name)])
+        }
         let observer = try store.createObserver(ObserverSettings()).observer.id
         let query = try store.registerQuery(
-            observerID: observer, definition: ["class": "Tag", "where": [["label", "prefix", "A"]], "select": ["label"]],
+            observerID: observer,
+            definition: ["class": "Tag", "where": [["label", "prefix", "A"]], "select": ["label"]],
             options: ["new"])
         #expect(try store.query(query.query.id, of: observer).ids == ["Amy", "Ann"])
         _ = try store.defineClass("Tag", definition: computed("x{name}"))
@@ -103,7 +114,9 @@ struct QueryModelTests {
         let store = Store()
         for id in ["a", "b", "c"] { _ = try store.createObject(id: id, className: nil, values: ["n": 1]) }
         let keeper = try store.createObserver(ObserverSettings(retainObserved: true)).observer.id
-        for id in ["a", "b"] { _ = try store.observe(observerID: keeper, objectID: id, keyPaths: ["n"], options: [], context: nil) }
+        for id in ["a", "b"] {
+            _ = try store.observe(observerID: keeper, objectID: id, keyPaths: ["n"], options: [], context: nil)
+        }
         let watcher = try store.createObserver(ObserverSettings()).observer.id
         _ = try store.registerQuery(observerID: watcher, definition: ["where": [["n", "==", 1]]], options: ["old"])
         for id in ["a", "b"] { _ = try store.deleteObject(id) }  // releasePending: still members
@@ -117,7 +130,8 @@ struct QueryModelTests {
     @Test("bad definitions are refused with the contract's error and register nothing")
     func refusals() throws {
         let store = Store()
-        _ = try store.defineClass("Order", definition: ["properties": ["total": ["type": "number"], "tag": ["type": "string"]]])
+        _ = try store.defineClass(
+            "Order", definition: ["properties": ["total": ["type": "number"], "tag": ["type": "string"]]])
         let observer = try store.createObserver(ObserverSettings()).observer.id
         let cases: [(JSON, [String], CoreError.Code)] = [
             (["class": "Nope"], [], .notFound),
@@ -141,7 +155,9 @@ struct QueryModelTests {
         ]
         let before = store.stats().revision
         for (definition, options, code) in cases {
-            #expect(throws: CoreError.self) { try store.registerQuery(observerID: observer, definition: definition, options: options) }
+            #expect(throws: CoreError.self) {
+                try store.registerQuery(observerID: observer, definition: definition, options: options)
+            }
             do {
                 _ = try store.registerQuery(observerID: observer, definition: definition, options: options)
             } catch {
@@ -162,10 +178,13 @@ struct QueryModelTests {
         #expect(throws: CoreError(.limitExceeded, "the server holds its limit of 2 queries", details: ["limit": 2])) {
             try store.registerQuery(observerID: b, definition: ["limit": 3])
         }
-        #expect(try store.registerQuery(observerID: a, definition: ["limit": 1]).deduplicated, "dedup at the limit: 200")
+        #expect(
+            try store.registerQuery(observerID: a, definition: ["limit": 1]).deduplicated, "dedup at the limit: 200")
         _ = try store.createObject(id: "x", className: nil, values: [:])
         _ = try store.observe(observerID: a, objectID: "x", keyPaths: ["v"], options: [], context: nil)
-        #expect(throws: CoreError.self) { try store.observe(observerID: a, objectID: "x", keyPaths: ["w"], options: [], context: nil) }
+        #expect(throws: CoreError.self) {
+            try store.observe(observerID: a, objectID: "x", keyPaths: ["w"], options: [], context: nil)
+        }
     }
 }
 
@@ -202,7 +221,9 @@ private struct World {
                     "customer": ["type": "ref", "class": "Customer"],
                 ]
             ])
-        for id in customers { _ = try store.createObject(id: id, className: "Customer", values: Self.customer(&random)) }
+        for id in customers {
+            _ = try store.createObject(id: id, className: "Customer", values: Self.customer(&random))
+        }
         observer = try store.createObserver(ObserverSettings(replay: 100_000)).observer.id
         log = try store.eventLog(of: observer)
         for _ in 0..<30 { try createOrder() }
@@ -255,11 +276,19 @@ private struct World {
         switch Int.random(in: 0..<14, using: &random) {
         case 12, 13: _ = try? store.setValue(.int(Int.random(in: 0..<100, using: &random)), of: order, at: "rank")
         case 0, 1: _ = try? store.setValue(total(), of: order, at: "total")
-        case 2: _ = try? store.setValue(.string(["open", "closed"].randomElement(using: &random)!), of: order, at: "status")
-        case 3: _ = try? store.setValue(.string(["g1", "g10", "g2", "g11"].randomElement(using: &random)!), of: order, at: "group")
+        case 2:
+            _ = try? store.setValue(
+                .string(["open", "closed"].randomElement(using: &random)!), of: order, at: "status")
+        case 3:
+            _ = try? store.setValue(
+                .string(["g1", "g10", "g2", "g11"].randomElement(using: &random)!), of: order, at: "group")
         case 4: _ = try? store.setValue(.reference(customer), of: order, at: "customer")
-        case 5: _ = try? store.setValue(.string(["FR", "DE", "UK"].randomElement(using: &random)!), of: customer, at: "country")
-        case 6: _ = try? store.setValue(.string(["Ada", "Bo", "Cy", "Di"].randomElement(using: &random)!), of: customer, at: "name")
+        case 5:
+            _ = try? store.setValue(
+                .string(["FR", "DE", "UK"].randomElement(using: &random)!), of: customer, at: "country")
+        case 6:
+            _ = try? store.setValue(
+                .string(["Ada", "Bo", "Cy", "Di"].randomElement(using: &random)!), of: customer, at: "name")
         case 7: _ = try? store.patch(order, values: orderValues())
         case 8:
             _ = try? store.deleteObject(order)
@@ -287,7 +316,9 @@ private struct World {
         }
         for (id, definition) in queries {
             // Evaluated from scratch: the oracle for the shared, incrementally kept window.
-            let answer = try store.state.withLock { state throws(CoreError) in try state.answerQuery(definition, fresh: true) }
+            let answer = try store.state.withLock { state throws(CoreError) in
+                try state.answerQuery(definition, fresh: true)
+            }
             let window = windows[id]!
             #expect(window.members.map(\.id) == answer.objects.map(\.id), "query \(id) ids")
             #expect(window.members.map(\.values) == answer.objects.map(\.values), "query \(id) values")
@@ -303,7 +334,8 @@ private struct World {
         else { throw ModelFailure("unreadable record \(String(decoding: data, as: UTF8.self))") }
         recordsApplied += 1
         var members = record["initial"] == .bool(true) ? [] : windows[id]?.members ?? []
-        let removedIDs = Set(removed.compactMap { if case .object(let m) = $0, case .string(let id)? = m["id"] { id } else { nil } })
+        let removedIDs = Set(
+            removed.compactMap { if case .object(let m) = $0, case .string(let id)? = m["id"] { id } else { nil } })
         for entry in removed.reversed() {
             guard case .object(let member) = entry, case .int(let index)? = member["index"],
                 case .string(let objectID)? = member["id"], index < members.count, members[index].id == objectID
@@ -314,7 +346,9 @@ private struct World {
             guard case .object(let member) = entry, case .int(let index)? = member["index"],
                 case .string(let objectID)? = member["id"], index <= members.count
             else { throw ModelFailure("insertion \(entry) does not fit the window \(members.map(\.id))") }
-            if member["moved"] == .bool(true) { #expect(removedIDs.contains(objectID), "a move is a removal and an insertion") }
+            if member["moved"] == .bool(true) {
+                #expect(removedIDs.contains(objectID), "a move is a removal and an insertion")
+            }
             // Without `select`, members carry no values.
             let values: JSONObject = if case .object(let values)? = member["new"] { values } else { [:] }
             members.insert((objectID, values), at: index)

@@ -337,7 +337,9 @@ extension StoreState {
             options: options, context: restoredContext, createdAt: try document.timestamp("createdAt"),
             sequence: sequence, throttle: try document.int("throttle"))
         query.framing = QueryRegistration.framing(id: query.id, context: restoredContext)
-        if case .int(let end) = try document.value("windowEnd") { query.windowEnd = Timestamp(milliseconds: Int64(end)) }
+        if case .int(let end) = try document.value("windowEnd") {
+            query.windowEnd = Timestamp(milliseconds: Int64(end))
+        }
         if case .int(let folded) = try document.value("foldedRevision") { query.foldedRevision = folded }
         if case .object(let sent) = try document.value("sent") {
             guard case .int(let revision)? = sent["revision"], case .int(let total)? = sent["total"],
@@ -348,7 +350,8 @@ extension StoreState {
                 guard case .array(let pair) = entry, pair.count == 2, case .string(let id) = pair[0],
                     case .array(let selected) = pair[1]
                 else { throw document.failure("its last sent window is unreadable") }
-                window.append(WindowMember(key: MemberKey(values: [], id: id), selected: selected))  // its place: not needed to diff
+                // Its place in the order is not kept: a difference needs ids and values only.
+                window.append(WindowMember(key: MemberKey(values: [], id: id), selected: selected))
             }
             query.sent = .init(window: window, total: total, revision: revision)
         }

@@ -84,7 +84,11 @@ struct OrderedMembers: Sendable {
         var high = chunks.count
         while low < high {
             let middle = (low + high) / 2
-            if !order.precedes(key, chunks[middle][chunks[middle].count - 1]) { low = middle + 1 } else { high = middle }
+            if !order.precedes(key, chunks[middle][chunks[middle].count - 1]) {
+                low = middle + 1
+            } else {
+                high = middle
+            }
         }
         return low
     }

@@ -138,7 +138,9 @@ extension QueryBook {
     }
 
     /// Appends the matching objects after `boundary` in the shape's order until the window is full.
-    private func refill(_ window: inout [WindowMember], after boundary: MemberKey, shape: QueryShape, in graph: ObjectGraph) {
+    private func refill(
+        _ window: inout [WindowMember], after boundary: MemberKey, shape: QueryShape, in graph: ObjectGraph
+    ) {
         let wanted = min(shape.definition.limit, shape.total)
         func take(_ id: String) -> Bool {
             if let member = shape.definition.evaluate(id, in: graph).member {

@@ -176,7 +176,9 @@ struct QueryCondition: Sendable {
         case .prefix:
             if case .string(let text) = value, case .string(let start) = operand {
                 text.utf8.starts(with: start.utf8)
-            } else { false }
+            } else {
+                false
+            }
         case .less, .lessOrEqual, .greater, .greaterOrEqual:
             if let order = SortValue.compareScalars(value, operand) {
                 switch op {
@@ -185,7 +187,9 @@ struct QueryCondition: Sendable {
                 case .greater: order > 0
                 default: order >= 0
                 }
-            } else { false }
+            } else {
+                false
+            }
         }
     }
 }

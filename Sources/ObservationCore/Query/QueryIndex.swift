@@ -93,7 +93,11 @@ struct QueryPlacement: Sendable {
                 break
             }
             if condition.op == .in, condition.choices.allSatisfy(isScalar) {
-                entry = .equality(key: key, values: Array(condition.choices).sorted { $0.canonicalText.lexicographicallyPrecedes($1.canonicalText) })
+                entry = .equality(
+                    key: key,
+                    values: Array(condition.choices).sorted {
+                        $0.canonicalText.lexicographicallyPrecedes($1.canonicalText)
+                    })
                 break
             }
         }
@@ -190,10 +194,18 @@ private struct ClassQueries: Sendable {
         guard let key else {
             found.formUnion(plain)
             for (entryKey, bounds) in ranges {
-                if computed(entryKey) { bounds.all(into: &found) } else { bounds.matching(values[entryKey] ?? .null, into: &found) }
+                if computed(entryKey) {
+                    bounds.all(into: &found)
+                } else {
+                    bounds.matching(values[entryKey] ?? .null, into: &found)
+                }
             }
             for (entryKey, table) in prefixes {
-                if computed(entryKey) { table.all(into: &found) } else { table.matching(values[entryKey] ?? .null, into: &found) }
+                if computed(entryKey) {
+                    table.all(into: &found)
+                } else {
+                    table.matching(values[entryKey] ?? .null, into: &found)
+                }
             }
             return
         }
@@ -233,7 +245,9 @@ private struct RangeBounds: Sendable {
     func matching(_ value: JSON, into found: inout Set<Int>) {
         guard let probe = Self.scalar(value) else { return }
         let (start, end) = Self.typeRange(of: probe, in: lower)
-        for index in start..<Self.firstAfter(probe, in: lower, from: start, to: end) { found.insert(lower[index].shape) }
+        for index in start..<Self.firstAfter(probe, in: lower, from: start, to: end) {
+            found.insert(lower[index].shape)
+        }
         let (from, to) = Self.typeRange(of: probe, in: upper)
         for index in Self.firstAtOrAfter(probe, in: upper, from: from, to: to)..<to { found.insert(upper[index].shape) }
     }
@@ -249,7 +263,9 @@ private struct RangeBounds: Sendable {
         for list in [lower, upper] {
             let (start, end) = Self.typeRange(of: low, in: list)
             let first = Self.firstAtOrAfter(low, in: list, from: start, to: end)
-            for index in first..<Self.firstAfter(high, in: list, from: first, to: end) { found.insert(list[index].shape) }
+            for index in first..<Self.firstAfter(high, in: list, from: first, to: end) {
+                found.insert(list[index].shape)
+            }
         }
     }
 
@@ -274,11 +290,15 @@ private struct RangeBounds: Sendable {
         return (start, end)
     }
 
-    private static func firstAtOrAfter(_ probe: SortValue, in list: [(bound: SortValue, shape: Int)], from: Int, to: Int) -> Int {
+    private static func firstAtOrAfter(
+        _ probe: SortValue, in list: [(bound: SortValue, shape: Int)], from: Int, to: Int
+    ) -> Int {
         search(list, from, to) { $0.compare(probe) < 0 }
     }
 
-    private static func firstAfter(_ probe: SortValue, in list: [(bound: SortValue, shape: Int)], from: Int, to: Int) -> Int {
+    private static func firstAfter(_ probe: SortValue, in list: [(bound: SortValue, shape: Int)], from: Int, to: Int)
+        -> Int
+    {
         search(list, from, to) { $0.compare(probe) <= 0 }
     }
 

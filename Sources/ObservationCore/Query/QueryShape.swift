@@ -160,7 +160,9 @@ extension QueryDefinition {
     /// `id`'s membership: its place and selected values when it matches (nil when it does not,
     /// or is gone), and the places read beyond its own stored keys.
     func evaluate(_ id: String, in graph: ObjectGraph) -> (member: QueryShape.Member?, places: Set<ObjectPath>) {
-        guard let object = graph.objects[id], className == nil || object.className == className else { return (nil, []) }
+        guard let object = graph.objects[id], className == nil || object.className == className else {
+            return (nil, [])
+        }
         var reader = SubjectReader(graph: graph, object: object)
         // Conditions on one key of its own first: an object they refuse reads nothing elsewhere
         // (and is tracked nowhere).

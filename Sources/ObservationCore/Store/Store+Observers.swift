@@ -126,15 +126,21 @@ extension Store {
             // Observations and queries in creation order: a query's record is its whole window.
             var pending: [(sequence: Int, record: () -> Event)] = []
             for registration in state.registrations.owned(by: observerID) where registration.sequence > after {
-                pending.append((registration.sequence, { [state] in
-                    var record = ChangeRecord(revision: state.revision)
-                    record.flag = .initial
-                    record.new = (try? state.graph.read(registration.keyPath, of: registration.objectID)) ?? .null
-                    return Event(id: 0, name: "change", data: ChangeRecord.encode(registration, record: record))
-                }))
+                pending.append(
+                    (
+                        registration.sequence,
+                        { [state] in
+                            var record = ChangeRecord(revision: state.revision)
+                            record.flag = .initial
+                            record.new =
+                                (try? state.graph.read(registration.keyPath, of: registration.objectID)) ?? .null
+                            return Event(id: 0, name: "change", data: ChangeRecord.encode(registration, record: record))
+                        }
+                    ))
             }
             for query in state.queries.owned(by: observerID) where query.sequence > after {
-                pending.append((query.sequence, { [state] in Event(id: 0, name: "query", data: state.rebuildRecord(query)) }))
+                pending.append(
+                    (query.sequence, { [state] in Event(id: 0, name: "query", data: state.rebuildRecord(query)) }))
             }
             guard !pending.isEmpty else { return nil }
             pending.sort { $0.sequence < $1.sequence }

@@ -41,7 +41,8 @@ extension StoreState {
             id: observer.id, name: observer.name, lease: observer.lease, retainObserved: observer.retainObserved,
             replay: observer.log.capacity, createdAt: observer.createdAt, streams: observer.streams,
             expiresAt: observer.expiresAt, observations: registrations.count(of: id),
-            subscriptions: center.count(of: id), queries: queries.count(of: id), lastEventID: observer.lastEventID, backlog: observer.log.backlog,
+            subscriptions: center.count(of: id), queries: queries.count(of: id), lastEventID: observer.lastEventID,
+            backlog: observer.log.backlog,
             dropped: observer.log.droppedStreams, client: observer.client,
             registrations: withRegistrations ? registrations.owned(by: id).map(\.snapshot) : [],
             subscriptionList: withRegistrations ? center.owned(by: id).map(\.snapshot) : [],
@@ -105,7 +106,8 @@ extension ObserverSnapshot {
         let members: JSONObject = [
             "id": .string(id), "name": .string(name), "connected": .bool(streams > 0), "streams": .int(streams),
             "expiresAt": expiresAt.map { .string($0.rfc3339) } ?? .null, "observations": .int(observations),
-            "subscriptions": .int(subscriptions), "queries": .int(queries), "lastEventId": .int(lastEventID), "backlog": .int(backlog),
+            "subscriptions": .int(subscriptions), "queries": .int(queries), "lastEventId": .int(lastEventID),
+            "backlog": .int(backlog),
             "dropped": .int(dropped), "lease": .int(lease), "retainObserved": .bool(retainObserved),
             "replay": .int(replay), "createdAt": .string(createdAt.rfc3339),
         ]

@@ -110,7 +110,8 @@ extension StoreState {
         if !fresh, let existing = queries.shape(for: parsed) {
             shape = existing
         } else {
-            shape = QueryShape(number: 0, definition: parsed, placement: QueryPlacement(parsed, schema: nil), direct: true)
+            shape = QueryShape(
+                number: 0, definition: parsed, placement: QueryPlacement(parsed, schema: nil), direct: true)
             let ids =
                 parsed.className.map { graph.objectIDsByClass[$0]?.page(after: nil, limit: .max).ids ?? [] }
                 ?? graph.objectIDs.page(after: nil, limit: .max).ids
@@ -207,11 +208,12 @@ extension StoreState {
     private mutating func throttleQuery(_ id: String, revision: Int) {
         let now = clock
         journal.mark(.query, id)
-        let folding: Timestamp? = queries.update(id) { query in
-            guard let end = query.windowEnd, now < end else { return nil }
-            query.foldedRevision = revision
-            return end
-        } ?? nil
+        let folding: Timestamp? =
+            queries.update(id) { query in
+                guard let end = query.windowEnd, now < end else { return nil }
+                query.foldedRevision = revision
+                return end
+            } ?? nil
         if let end = folding {
             throttled.schedule(id, at: end.milliseconds)
             effects.timerMustLook = true
