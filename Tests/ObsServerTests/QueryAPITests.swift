@@ -40,6 +40,20 @@ struct QueryAPITests {
         return id
     }
 
+    /// A server with `populate`d classes and objects, an observer with an open stream, and a
+    /// query of `definition` registered: `body(server, client, stream, observer, query)`.
+    static func withQuery(
+        _ definition: JSON, _ body: (TestServer, TestClient, SSEClient, String, String) throws -> Void
+    ) throws {
+        try withServer { server, client in
+            try populate(client)
+            let observer = try client.createObserver()
+            let stream = try server.stream(observer)
+            let query = try register(client, observer, definition)
+            try body(server, client, stream, observer, query)
+        }
+    }
+
     @Test("registration answers the normalized definition; the same definition and options again is deduplicated")
     func registration() throws {
         try withServer { _, client in
@@ -93,16 +107,12 @@ struct QueryAPITests {
 
     @Test("records: removals before, insertions after, updates, moves, refills and total-only records")
     func records() throws {
-        try withServer { server, client in
-            try Self.populate(client)
-            let observer = try client.createObserver()
-            let stream = try server.stream(observer)
-            let id = try Self.register(
-                client, observer,
-                [
-                    "class": "Order", "where": [["status", "==", "open"]], "orderBy": [["total", "desc"]], "limit": 3,
-                    "select": ["total"], "options": ["initial", "new", "old"],
-                ])
+        try Self.withQuery(
+            [
+                "class": "Order", "where": [["status", "==", "open"]], "orderBy": [["total", "desc"]], "limit": 3,
+                "select": ["total"], "options": ["initial", "new", "old"],
+            ]
+        ) { _, client, stream, observer, id in
             let initial = try #require(try stream.next())
             #expect(initial.name == "query" && initial["initial"] == true && initial["total"] == 5)
             #expect(
@@ -165,17 +175,13 @@ struct QueryAPITests {
 
     @Test("conditions and order through references follow a changed or repointed reference")
     func throughReferences() throws {
-        try withServer { server, client in
-            try Self.populate(client)
-            let observer = try client.createObserver()
-            let stream = try server.stream(observer)
-            try Self.register(
-                client, observer,
-                [
-                    "class": "Order", "where": [["customer.country", "in", ["FR", "DE"]]],
-                    "orderBy": [["customer.name", "desc"], ["total", "asc"]], "select": ["customer.name"],
-                    "options": ["initial", "new"],
-                ])
+        try Self.withQuery(
+            [
+                "class": "Order", "where": [["customer.country", "in", ["FR", "DE"]]],
+                "orderBy": [["customer.name", "desc"], ["total", "asc"]], "select": ["customer.name"],
+                "options": ["initial", "new"],
+            ]
+        ) { _, client, stream, observer, _ in
             let initial = try #require(try stream.next())
             #expect(initial["total"] == 3, "o1, o3, o5 belong to c1 (FR)")
             try client.set("c2", "country", "DE")  // o2 and o4 enter through their customer
@@ -315,16 +321,12 @@ struct QueryAPITests {
 
     @Test("throttle: the folded record is the difference between the last window sent and the window now")
     func throttle() throws {
-        try withServer { server, client in
-            try Self.populate(client)
-            let observer = try client.createObserver()
-            let stream = try server.stream(observer)
-            try Self.register(
-                client, observer,
-                [
-                    "class": "Order", "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"],
-                    "options": ["new", "old"], "throttle": 400,
-                ])
+        try Self.withQuery(
+            [
+                "class": "Order", "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"],
+                "options": ["new", "old"], "throttle": 400,
+            ]
+        ) { _, client, stream, observer, _ in
             try client.set("o1", "total", 90)  // sent at once: the window was quiet
             let first = try #require(try stream.next())
             #expect(first["inserted"] == [["index": 0, "id": "o1", "new": ["total": 90]]])

@@ -5,6 +5,7 @@ is started here and stopped by PID; the Debian packages (postgresql, nginx) come
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -126,3 +127,37 @@ def wait_until(predicate, timeout=15, message="condition"):
             return
         time.sleep(0.05)
     raise AssertionError(f"{message} not reached in {timeout} s")
+
+
+def kill_and_resume(cluster, path, write, chance):
+    """Reads `path` on node 1 and on node 3 (the control) while `write(stop)` runs in a thread, kills
+    node 1 with SIGKILL at a random moment, resumes its stream on node 2 after the last id it had,
+    and checks that the two parts together have no gap, no duplicate, and are byte-identical to the
+    control. Restarts node 1; returns the control's events (`(event, id, data)`, those with ids)."""
+    a, b, _ = cluster.nodes
+    on_a, control = RawStream(a, path), RawStream(cluster.nodes[2], path)
+    stop = threading.Event()
+    writer = threading.Thread(target=write, args=(stop,))
+    writer.start()
+    time.sleep(chance.uniform(0.5, 1.5))
+    a.kill()
+    got = list(on_a.raw)
+    last_id = max((item[1] for item in got if item[1] is not None), default=0)
+    resumed = RawStream(b, path, last_event_id=last_id)
+    time.sleep(1.0)
+    stop.set()
+    writer.join()
+    wait_until(lambda: control.raw and max(i or 0 for _, i, _ in control.raw) ==
+               max(i or 0 for _, i, _ in resumed.raw + [("", last_id, "")]), timeout=15,
+               message="the resumed stream catching up with the control stream")
+    combined = [item for item in got if item[1] is not None and item[1] <= last_id] + \
+               [item for item in resumed.raw if item[1] is not None]
+    ids = [item[1] for item in combined]
+    assert ids == list(range(1, len(ids) + 1)), "no gap, no duplicate"
+    assert last_id > 0 and len(ids) > last_id, "events before the kill and after the resume"
+    control_events = [item for item in control.raw if item[1] is not None]
+    assert combined == control_events, "byte-identical to a stream that never moved"
+    for stream in (on_a, control, resumed):
+        stream.close()
+    cluster.restart(0)
+    return control_events

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster import Cluster, RawStream, ok, wait_until
+from cluster import Cluster, RawStream, kill_and_resume, ok, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,6 @@ def test_identical_registrations_racing_over_the_nodes_give_one_201(cluster):
 @pytest.mark.parametrize("seed", range(1, 11))
 def test_a_stream_resumed_on_another_node_after_kill_9_has_no_gap_and_no_duplicate(cluster, seed):
     chance = random.Random(seed)
-    a, b, c = cluster.nodes
     balancer = cluster.balancer
     boss, emp = f"boss{seed}", f"emp{seed}"
     ok(*balancer.request("POST", "/v1/objects", {"id": boss, "values": {"name": "Ann"}}))
@@ -87,13 +86,9 @@ def test_a_stream_resumed_on_another_node_after_kill_9_has_no_gap_and_no_duplica
     observer = ok(*balancer.request("POST", "/v1/observers", {"lease": 60}))["id"]
     ok(*balancer.request("POST", f"/v1/observers/{observer}/observations",
                          {"object": emp, "keyPaths": ["boss.name", "tags"], "options": ["new", "old", "prior"]}))
-    path = f"/v1/observers/{observer}/events"
-    on_a = RawStream(a, path)
-    control = RawStream(c, path)
-    stop = threading.Event()
     written = []
 
-    def write():
+    def write(stop):
         connection = balancer.connection()
         n = 0
         while not stop.is_set():
@@ -112,29 +107,7 @@ def test_a_stream_resumed_on_another_node_after_kill_9_has_no_gap_and_no_duplica
                 connection = balancer.connection()
         connection.close()
 
-    writer = threading.Thread(target=write)
-    writer.start()
-    time.sleep(chance.uniform(0.5, 1.5))
-    a.kill()
-    got = [item for item in on_a.raw]
-    last_id = max((item[1] for item in got if item[1] is not None), default=0)
-    resumed = RawStream(b, path, last_event_id=last_id)
-    time.sleep(1.0)
-    stop.set()
-    writer.join()
-    wait_until(lambda: control.raw and max(i or 0 for _, i, _ in control.raw) ==
-               max(i or 0 for _, i, _ in resumed.raw + [("", last_id, "")]), timeout=15,
-               message="the resumed stream catching up with the control stream")
-    combined = [item for item in got if item[1] is not None and item[1] <= last_id] + \
-               [item for item in resumed.raw if item[1] is not None]
-    ids = [item[1] for item in combined]
-    assert ids == list(range(1, len(ids) + 1)), "no gap, no duplicate"
-    assert last_id > 0 and len(ids) > last_id, "events before the kill and after the resume"
-    control_events = [item for item in control.raw if item[1] is not None]
-    assert combined == control_events, "byte-identical to a stream that never moved"
-    for stream in (on_a, control, resumed):
-        stream.close()
-    cluster.restart(0)
+    kill_and_resume(cluster, f"/v1/observers/{observer}/events", write, chance)
 
 
 def test_a_lease_expires_exactly_once_when_the_node_holding_its_stream_is_killed(cluster):

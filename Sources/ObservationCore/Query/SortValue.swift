@@ -75,7 +75,7 @@ struct MemberKey: Sendable, Hashable {
 }
 
 /// The order of a query's members: each `orderBy` key in its direction, then the id ascending.
-struct MemberOrder: Sendable {
+struct MemberOrder: ChunkOrder {
     let descending: [Bool]
 
     func precedes(_ a: MemberKey, _ b: MemberKey) -> Bool {
