@@ -136,8 +136,7 @@ class World:
 def test_records_applied_by_a_client_always_give_the_window(server_factory, seed):
     world = World(server_factory().start(), seed)
     world.check()
-    for _ in range(80):
+    for _ in range(200):
         world.step()
         world.check()
-    assert world.applied > 40, f"only {world.applied} records"
-    world.stream.close()
+    assert world.applied > 100, f"only {world.applied} records"
