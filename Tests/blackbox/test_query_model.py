@@ -91,6 +91,9 @@ class World:
 
     def step(self):
         chance = self.chance
+        if len(self.orders) < 5:
+            self.create_order()
+            return
         order, customer = chance.choice(self.orders), chance.choice(self.customers)
         move = chance.randrange(10)
         if move < 3:
