@@ -415,6 +415,15 @@ def fmt_range(values, digits=2):
 
 
 def report(args, w2, w5, w6, mem, noisy):
+    def clean(rows):
+        """The runs within --max-foreign (all of them when none is): the medians' runs."""
+        within = [r for r in rows if r.get("foreign_cpu_pct", 0) <= args.max_foreign]
+        return within or rows
+    kept_noisy = [f"{name} run {i + 1}" for name, rows in (("W2", w2), ("W5", w5)) for i, r in enumerate(rows)
+                  if r not in clean(rows)]
+    kept_noisy += [f"W6 {r['kind']} run {i + 1}" for i, r in enumerate(w6) if r not in clean(
+        [x for x in w6 if x["kind"] == r["kind"]])]
+
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "?"
     machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}"
@@ -424,7 +433,9 @@ def report(args, w2, w5, w6, mem, noisy):
              f"{args.server_cpus}, load clients on CPU {args.client_cpus}. Median (min–max) of {args.runs} runs, "
              "the workloads alternating. `foreign` is the CPU everything else on the machine used during the "
              f"measured window (% of one core); runs above {args.max_foreign:g} % were redone "
-             f"({len(noisy)} this time: {', '.join(n['name'] for n in noisy) or 'none'}).", ""]
+             f"({len(noisy)} this time: {', '.join(n['name'] for n in noisy) or 'none'})"
+             + (f"; still above it after {args.retries} retries, shown but left out of the medians: "
+                f"{', '.join(kept_noisy)}" if kept_noisy else "") + ".", ""]
     if w2 and w5:
         lines += ["### W5, query fan-out, against W2 in the same run", "",
                   f"{args.subs:,} subscribers (observers, one SSE stream each), "
@@ -446,9 +457,10 @@ def report(args, w2, w5, w6, mem, noisy):
                              f"{r['lat_p50_ms']:.2f} | {r['lat_p99_ms']:.2f} | {r['lat_max_ms']:.1f} | "
                              f"{r['write_lat_p99_ms']:.2f} | {r.get('server_cpu_pct', float('nan')):.0f} | "
                              f"{r['client_cpu_pct']:.0f} | {r.get('foreign_cpu_pct', float('nan')):.0f} |")
+        complete = all(r["deliveries"] == r["expected_deliveries"] == args.subs * args.writes for r in w2 + w5)
+        w2, w5 = clean(w2), clean(w5)
         p50 = (median([r["lat_p50_ms"] for r in w5]), median([r["lat_p50_ms"] for r in w2]))
         p99 = (median([r["lat_p99_ms"] for r in w5]), median([r["lat_p99_ms"] for r in w2]))
-        complete = all(r["deliveries"] == r["expected_deliveries"] == args.subs * args.writes for r in w2 + w5)
         ratio = p99[0] / p99[1]
         lines += ["", f"W5 p50 {fmt_range([r['lat_p50_ms'] for r in w5])} ms against W2 "
                   f"{fmt_range([r['lat_p50_ms'] for r in w2])} ms ({p50[0] / p50[1]:.2f}×); "
@@ -457,7 +469,7 @@ def report(args, w2, w5, w6, mem, noisy):
                   f"{'met' if ratio <= 1.2 else 'not met'}). Every due delivery arrived: "
                   f"{'yes' if complete else '**no**'}.", ""]
     if w6:
-        by = {k: [r for r in w6 if r["kind"] == k] for k in ("none", "equality", "range")}
+        by = {k: clean([r for r in w6 if r["kind"] == k]) for k in ("none", "equality", "range")}
         base = median([r["rps"] for r in by["none"]])
         lines += ["### W6, W1 with 10,000 registered queries", "",
                   f"W1 as in `make bench` (`bench/put.lua`, wrk 1 thread, {args.connections} connections, "
@@ -484,8 +496,9 @@ def report(args, w2, w5, w6, mem, noisy):
                          f"{median([r['foreign_cpu_pct'] for r in rows]):.0f} | "
                          f"{median([r['rss_mib'] for r in rows]):.1f} | "
                          f"{f'{median(reg):.1f}' if reg else '—'} | {met} |")
-        lines += ["", "Requests/s per run: " + "; ".join(
-            f"{k} " + ", ".join(f"{r['rps']:,.0f}" for r in rows) for k, rows in by.items() if rows) + ".", ""]
+        lines += ["", "Requests/s per run (foreign CPU %): " + "; ".join(
+            f"{k} " + ", ".join(f"{r['rps']:,.0f} ({r['foreign_cpu_pct']:.0f})" for r in w6 if r["kind"] == k)
+            for k in by) + ".", ""]
     if mem:
         per_query = next((m["delta_bytes"] / m["queries"] for m in mem if m["matching"] == 0), None)
         lines += ["### Memory", "",
@@ -550,7 +563,8 @@ def main():
     ap.add_argument("--client-cpus", default="1")
     ap.add_argument("--max-foreign", type=float, default=20, help="redo a run when others took more (%% of a core)")
     ap.add_argument("--retries", type=int, default=3)
-    ap.add_argument("--json", help="write every figure here too")
+    ap.add_argument("--json", default="build/bench-queries.json", help="every figure, for --report-from")
+    ap.add_argument("--report-from", help="measure nothing: write the section from such a JSON file")
     args = ap.parse_args()
     args.binary, args.client = str(Path(args.binary).resolve()), str(Path(args.client).resolve())
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # so that the finally below runs
@@ -558,6 +572,10 @@ def main():
     workdir = Path("build")
     workdir.mkdir(exist_ok=True)
     w2, w5, w6, mem, noisy = [], [], [], [], []
+    if args.report_from:
+        saved = json.loads(Path(args.report_from).read_text())
+        w2, w5, w6, mem, noisy = (saved[k] for k in ("w2", "w5", "w6", "memory", "noisy"))
+        parts = []
 
     def measure(name, fn):
         """fn() again while other processes took more than --max-foreign % of a core (bounded)."""
