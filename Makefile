@@ -159,7 +159,7 @@ bench: deps-bench release bench-peers bench-cluster bench-queries
 
 ## Queries (issue 35; bench/queries.py): W5, 1,000 SSE subscribers of one query, against W2 in the same
 ## run; W6, W1 with 10,000 equality and 10,000 range queries registered; bytes per query and per member.
-## Puts its section "Queries (issue 35)" into BENCHMARKS.md (every other section stays). ~15 minutes.
+## Puts its section "Queries (issue 35)" into BENCHMARKS.md (every other section stays). 25-40 minutes.
 ## The client is the shared bench's obsclient (../shared/bench is read-only) with --write-cycle.
 build/obsclient: bench/obsclient.c
 	@mkdir -p build
