@@ -14,12 +14,13 @@ IMAGE      ?= obs-server
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster soak callgrind clean help
+.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
 	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, thread sanitizer)"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
+	@echo "make bench-queries - release build, then W5/W6 and memory of queries (BENCHMARKS.md, issue 35)"
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
 	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
 	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
@@ -150,11 +151,23 @@ PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port}
 test-bench-smoke: deps-bench deps-cluster
 	python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
-bench: deps-bench release bench-peers bench-cluster
+bench: deps-bench release bench-peers bench-cluster bench-queries
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
 	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)" --extra build/bench-posting.md \
-	  --extra build/bench-cluster/cluster.md
+	  --extra build/bench-cluster/cluster.md --extra build/bench-queries.md
+
+## Queries (issue 35; bench/queries.py): W5, 1,000 SSE subscribers of one query, against W2 in the same
+## run; W6, W1 with 10,000 equality and 10,000 range queries registered; bytes per query and per member.
+## Puts its section "Queries (issue 35)" into BENCHMARKS.md (every other section stays). 25-40 minutes.
+## The client is the shared bench's obsclient (../shared/bench is read-only) with --write-cycle.
+build/obsclient: bench/obsclient.c
+	@mkdir -p build
+	$(CC) -O2 -Wall -Wextra -Wno-unused-parameter -o $@ $<
+
+bench-queries: deps-bench release build/obsclient
+	python3 bench/queries.py --binary .build/release/obs-server --client build/obsclient \
+	  --out build/bench-queries.md --into BENCHMARKS.md
 
 ## The cluster on one machine (docs/CLUSTER.md): CPU per node with the streams split over 1 and 2
 ## nodes, a kill -9 failover (gaps, duplicates, time to resume), and the shared W1-W3 on one --cluster

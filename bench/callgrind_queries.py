@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Instructions per W1 PUT with queries registered, under callgrind (issue 35, W6's cost by function).
+
+A fresh server per count (valgrind --tool=callgrind --instr-atstart=no, one worker thread): 1,000
+objects of class Item {name, shard = i + 1, score = i} as in bench/queries.py's W6; then nothing,
+10,000 distinct [["shard", "==", k]] or 10,000 distinct [["score", ">=", k]] limit 10 over 100
+observers (no streams); then 2,000 PUTs of `name` (a key no query reads) round the objects, one
+connection, one at a time, counted (`callgrind_control -i on/off` around them) and divided by 2,000.
+No observation and no stream: the figures are lower than bench/callgrind.py's PUT, which delivers
+every write to a stream. --keep leaves each callgrind.out for callgrind_annotate.
+
+  python3 bench/callgrind_queries.py --binary .build/release/obs-server [--kinds none,equality,range]
+"""
+import argparse
+import http.client
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import queries as q  # noqa: E402  (the same objects and queries as W6)
+
+PORT = 18497
+PUTS = 2000
+
+
+def count(binary, kind, keep):
+    tmp = Path(tempfile.mkdtemp(prefix="obs-callgrind-queries-"))
+    out, log = tmp / "callgrind.out", tmp / "server.log"
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", binary,
+           "--host", "127.0.0.1", "--port", str(PORT), "--threads", "1", "--log-level", "warning"]
+    with open(log, "wb") as f:
+        server = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    q.PORT = PORT
+    try:
+        end = time.monotonic() + 120
+        while True:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
+                c.request("GET", "/healthz")
+                c.getresponse().read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > end:
+                    raise SystemExit(f"server did not start: see {log}")
+                time.sleep(0.5)
+        c = q.connect()
+        q.seed_items(c, 1000)
+        c.close()
+        if kind == "equality":
+            q.register([q.eq_query(k) for k in range(1, 10001)])
+        elif kind == "range":
+            q.register([q.range_query(k) for k in range(1, 10001)])
+        c = q.connect()
+        q.call(c, "GET", "/healthz")
+        subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True, capture_output=True, timeout=120)
+        for i in range(PUTS):
+            q.call(c, "PUT", f"/v1/objects/o{i % 1000}/values/name", {"value": {"name": f"name-{i}", "seq": i}})
+        subprocess.run(["callgrind_control", "-i", "off", str(server.pid)], check=True, capture_output=True, timeout=120)
+        c.close()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=30)
+    totals = re.search(r"^totals: (\d+)", out.read_text(), re.M)
+    if not totals:
+        raise SystemExit(f"no totals in {out}")
+    if keep:
+        print(f"  kept {tmp}", flush=True)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return int(totals.group(1)) / PUTS
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", default=".build/release/obs-server")
+    ap.add_argument("--kinds", default="none,equality,range")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    work = Path(tempfile.mkdtemp(prefix="obs-callgrind-bin-"))
+    binary = work / "obs-server"  # valgrind 3.19 and Swift's DWARF 5: a copy without debug sections
+    subprocess.run(["objcopy", "--strip-debug", args.binary, str(binary)], check=True, timeout=120)
+    try:
+        for kind in args.kinds.split(","):
+            print(f"{kind}: {count(str(binary), kind, args.keep):,.0f} instructions per PUT", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
