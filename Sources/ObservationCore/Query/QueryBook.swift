@@ -26,6 +26,13 @@ struct QueryBook: Sendable {
 
     func count(of observerID: String) -> Int { byObserver[observerID]?.count ?? 0 }
 
+    /// Whether a query may read `key` of object `objectID` (of class `className`): a shape of
+    /// its class (or of none) reads it, or an evaluation read it through a reference or a
+    /// computed value. A write of a key none reads changes no window.
+    func mayRead(_ key: String, of objectID: String, className: String?) -> Bool {
+        index.reads(key, className: className) || dependents.table[objectID]?[key] != nil
+    }
+
     /// An observer's queries, in creation order.
     func owned(by observerID: String) -> [QueryRegistration] {
         (byObserver[observerID]?.values.compactMap { queries[$0] } ?? []).sorted { $0.sequence < $1.sequence }

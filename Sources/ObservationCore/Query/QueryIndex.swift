@@ -19,6 +19,11 @@ struct QueryIndex: Sendable {
 
     var isEmpty: Bool { classes.isEmpty }
 
+    /// Whether a shape of class `className`, or one without a class, reads top-level key `key`.
+    func reads(_ key: String, className: String?) -> Bool {
+        (className.map { classes[$0]?.readCounts[key] != nil } ?? false) || classes[""]?.readCounts[key] != nil
+    }
+
     mutating func add(_ shape: Int, _ placement: QueryPlacement) {
         classes[placement.className, default: ClassQueries()].add(shape, placement)
     }
@@ -127,6 +132,8 @@ struct QueryPlacement: Sendable {
 
 /// The shapes of one class, by how a write finds them.
 private struct ClassQueries: Sendable {
+    /// How many of its shapes read each top-level key.
+    var readCounts: [String: Int] = [:]
     var plain: Set<Int> = []
     var readers: [String: Set<Int>] = [:]
     var equality: [String: [JSON: Set<Int>]] = [:]
@@ -140,6 +147,7 @@ private struct ClassQueries: Sendable {
     }
 
     mutating func add(_ shape: Int, _ placement: QueryPlacement) {
+        for key in placement.reads { readCounts[key, default: 0] += 1 }
         for key in placement.readers { readers[key, default: []].insert(shape) }
         switch placement.entry {
         case .equality(let key, let values):
@@ -152,6 +160,9 @@ private struct ClassQueries: Sendable {
     }
 
     mutating func remove(_ shape: Int, _ placement: QueryPlacement) {
+        for key in placement.reads {
+            readCounts[key] = (readCounts[key] ?? 1) > 1 ? readCounts[key]! - 1 : nil
+        }
         for key in placement.readers {
             readers[key]?.remove(shape)
             if readers[key]?.isEmpty == true { readers[key] = nil }

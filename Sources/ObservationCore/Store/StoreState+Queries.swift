@@ -125,12 +125,16 @@ extension StoreState {
 
     // MARK: Records
 
-    /// What a write changes for queries, from the object as it is before the write: its
-    /// `keys` (top-level) and their values now. Nil when no query is registered.
+    /// What a write of `keys` (top-level) of an object changes for queries: those of them a
+    /// query may read, with their values before the write. Nil when no query reads any (a
+    /// write no query reads costs a look at two tables, none at all without queries: callers
+    /// test `queries.isEmpty` first).
     func queryProbe(_ objectID: String, keys: [String]) -> QueryProbe? {
-        guard !queries.isEmpty, let object = graph.objects[objectID] else { return nil }
+        guard let object = graph.objects[objectID] else { return nil }
+        let read = keys.filter { queries.mayRead($0, of: objectID, className: object.className) }
+        guard !read.isEmpty else { return nil }
         return QueryProbe(
-            objectID: objectID, className: object.className, old: keys.map { ($0, object.values[$0] ?? .null) })
+            objectID: objectID, className: object.className, old: read.map { ($0, object.values[$0] ?? .null) })
     }
 
     /// Notes what a write changed for the queries; they are evaluated again once the revision

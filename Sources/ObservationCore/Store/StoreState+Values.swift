@@ -6,7 +6,7 @@ extension StoreState {
     {
         let (target, position) = try graph.checkedTarget(
             value, at: try KeyPath(keyPath), of: id, ifRevision: ifRevision)
-        let probe = queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
+        let probe = queries.isEmpty ? nil : queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
         let revision = nextRevision()
         store(value, at: target, revision: revision, position: position)
         if registrations.isObserved(target.objectID) {
@@ -33,7 +33,7 @@ extension StoreState {
             try graph.checkAssignable(value, to: target)
             targets.append((target, value))
         }
-        let probe = queryProbe(id, keys: targets.map(\.0.key))
+        let probe = queries.isEmpty ? nil : queryProbe(id, keys: targets.map(\.0.key))
         let revision = nextRevision()
         for (target, value) in targets { store(value, at: target, revision: revision) }
         propagate(targets.map { write(at: $0.0, storing: $0.1) }, revision: revision)
@@ -59,7 +59,7 @@ extension StoreState {
         }
         let result = try mutation.applied(to: array)
         try graph.checkAssignable(.array(result), to: target)
-        let probe = queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
+        let probe = queries.isEmpty ? nil : queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
         let revision = nextRevision()
         store(.array(result), at: target, revision: revision)
         let change = write(at: target, storing: .array(result))
