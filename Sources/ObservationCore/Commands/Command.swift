@@ -62,8 +62,9 @@ public struct Command: Sendable, Equatable {
             registrationIDs: [String], throttle: Int? = nil)
         case unobserve(observer: String, registration: String?, object: String?, keyPath: String?)
         /// `definition`: the query's `class`, `where`, `orderBy`, `limit`, `select` (section 12),
-        /// checked when applied. `queryID`: the id it takes when it is new.
-        case query(
+        /// checked when applied. `queryID`: the id it takes when it is new. Boxed (`indirect`):
+        /// its fields would make every command larger, and every write copies its command.
+        indirect case query(
             observer: String, definition: JSON, options: [String], context: JSON?, throttle: Int?, queryID: String)
         case unquery(observer: String, query: String)
         // Notification center

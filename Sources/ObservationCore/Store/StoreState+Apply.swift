@@ -22,8 +22,9 @@ extension StoreState {
             keep(outcome, for: claim, at: time)
             return outcome
         }
-        if case .success = result, !queryChanges.isEmpty { flushQueryChanges() }
-        queryChanges = []
+        if !queryChanges.isEmpty {
+            if case .success = result { flushQueryChanges() } else { queryChanges = [] }
+        }
         switch result {
         case .failure, .success(.replayed):
             clock = before  // a refused or replayed command changes nothing, not even the clock

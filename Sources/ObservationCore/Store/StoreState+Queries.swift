@@ -140,8 +140,8 @@ extension StoreState {
     /// Notes what a write changed for the queries; they are evaluated again once the revision
     /// is complete (`flushQueryChanges`), so that a revision that changes several objects (an
     /// observer's removal releasing what it retained) makes one record per query.
-    mutating func noteQueryChanges(_ probe: QueryProbe?) {
-        guard let probe, let object = graph.objects[probe.objectID] else { return }
+    mutating func noteQueryChanges(_ probe: QueryProbe) {
+        guard let object = graph.objects[probe.objectID] else { return }
         for (key, old) in probe.old {
             queryChanges.append(
                 QueryChange(

@@ -12,7 +12,7 @@ extension StoreState {
         if registrations.isObserved(target.objectID) {
             propagate([write(at: target, storing: value, position: position)], revision: revision)
         }
-        noteQueryChanges(probe)
+        if let probe { noteQueryChanges(probe) }
         emitValueChanged(target, value, revision: revision)
         return revision
     }
@@ -37,7 +37,7 @@ extension StoreState {
         let revision = nextRevision()
         for (target, value) in targets { store(value, at: target, revision: revision) }
         propagate(targets.map { write(at: $0.0, storing: $0.1) }, revision: revision)
-        noteQueryChanges(probe)
+        if let probe { noteQueryChanges(probe) }
         for (target, value) in targets { emitValueChanged(target, value, revision: revision) }
         return revision
     }
@@ -66,7 +66,7 @@ extension StoreState {
         propagate(
             [change], revision: revision,
             toMany: ToManyChange(location: change.location, mutation: mutation, before: array, after: result))
-        noteQueryChanges(probe)
+        if let probe { noteQueryChanges(probe) }
         emitValueChanged(
             target, .array(result), revision: revision,
             extra: [
