@@ -160,14 +160,24 @@ def count(binary, durable, workload, keep):
             print(f"count failed: its server log and data are in {tmp}", file=sys.stderr)
         for s in streams:
             s.sock.close()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
+        stop(server)
     if any(s.records != puts // objects for s in streams):
         raise SystemExit("a stream got more deliveries than PUTs")
+    return instructions(out, tmp, keep) / puts, seconds
+
+
+def stop(server):
+    """SIGTERM (callgrind writes its counts as the server exits), then SIGKILL after 2 minutes."""
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(timeout=30)
+
+
+def instructions(out, tmp, keep):
+    """The instructions counted while instrumentation was on; `tmp` is kept (and said) or removed."""
     totals = re.search(r"^totals: (\d+)", out.read_text(), re.M)  # the header's summary: is 0 with --instr-atstart=no
     if not totals:
         raise SystemExit(f"no totals in {out}")
@@ -175,7 +185,7 @@ def count(binary, durable, workload, keep):
         print(f"  kept {tmp}", flush=True)
     else:
         shutil.rmtree(tmp, ignore_errors=True)
-    return int(totals.group(1)) / puts, seconds
+    return int(totals.group(1))
 
 
 def main():

@@ -13,7 +13,6 @@ every write to a stream. --keep leaves each callgrind.out for callgrind_annotate
 """
 import argparse
 import http.client
-import re
 import shutil
 import signal
 import subprocess
@@ -23,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import callgrind  # noqa: E402  (its instrumentation switch, stop and count)
 import queries as q  # noqa: E402  (the same objects and queries as W6)
 
 PORT = 18497
@@ -58,26 +58,14 @@ def count(binary, kind, keep):
             q.register([q.range_query(k) for k in range(1, 10001)])
         c = q.connect()
         q.call(c, "GET", "/healthz")
-        subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True, capture_output=True, timeout=120)
+        callgrind.control(server.pid, "on")
         for i in range(PUTS):
             q.call(c, "PUT", f"/v1/objects/o{i % 1000}/values/name", {"value": {"name": f"name-{i}", "seq": i}})
-        subprocess.run(["callgrind_control", "-i", "off", str(server.pid)], check=True, capture_output=True, timeout=120)
+        callgrind.control(server.pid, "off")
         c.close()
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
-    totals = re.search(r"^totals: (\d+)", out.read_text(), re.M)
-    if not totals:
-        raise SystemExit(f"no totals in {out}")
-    if keep:
-        print(f"  kept {tmp}", flush=True)
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return int(totals.group(1)) / PUTS
+        callgrind.stop(server)
+    return callgrind.instructions(out, tmp, keep) / PUTS
 
 
 def main():
