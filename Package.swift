@@ -38,6 +38,11 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(
             name: "ObservationCore",
             swiftSettings: strict
@@ -48,6 +53,7 @@ let package = Package(
                 "CLinux",
                 "CMicroHTTPD",
                 "CLibPQ",
+                "COpenSSL",
                 "CSQLite",
                 "ObservationCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
