@@ -27,9 +27,9 @@ help:
 
 ## System packages: checked with pkg-config / command -v, installed with apt-get when missing.
 deps:
-	@command -v pkg-config >/dev/null && pkg-config --exists libmicrohttpd sqlite3 libpq || { \
-	  echo "==> installing libmicrohttpd-dev, libsqlite3-dev, libpq-dev and pkg-config"; \
-	  $(APT_GET) update -qq && $(APT_GET) install -y -qq libmicrohttpd-dev libsqlite3-dev libpq-dev pkg-config >/dev/null; }
+	@command -v pkg-config >/dev/null && pkg-config --exists libmicrohttpd sqlite3 libpq libcrypto || { \
+	  echo "==> installing libmicrohttpd-dev, libsqlite3-dev, libpq-dev, libssl-dev and pkg-config"; \
+	  $(APT_GET) update -qq && $(APT_GET) install -y -qq libmicrohttpd-dev libsqlite3-dev libpq-dev libssl-dev pkg-config >/dev/null; }
 
 ## The cluster tests start a private PostgreSQL and nginx as the load balancer (Debian's packages).
 deps-cluster:
