@@ -113,7 +113,8 @@ final class JWTVerifier: Sendable {
 
     private func checkHeader(_ header: JSONObject) throws(JWTRefusal) {
         guard case .string(let alg)? = header["alg"] else { throw .malformed("the header has no alg string") }
-        guard alg == algorithm else { throw .wrongAlgorithm(alg) }
+        // Cut short: the name is the sender's text, echoed in the error message.
+        guard alg == algorithm else { throw .wrongAlgorithm(String(alg.prefix(32))) }
         if let typ = header["typ"] {
             guard case .string(let name) = typ, name.lowercased() == "jwt" else {
                 throw .malformed("the header's typ is not JWT")
