@@ -19,6 +19,10 @@ public struct CoreError: Error, Sendable, Equatable {
         /// An `Idempotency-Key` reused for a different request (section 7.3).
         case idempotencyKeyReused
         case revisionMismatch
+        /// A token that is missing or no longer works (section 13: `details.reason`).
+        case unauthorized
+        /// A valid token without rights to what was asked (section 13).
+        case forbidden
         case limitExceeded
         /// A request part over a size limit (a JSON string longer than the server allows).
         case payloadTooLarge

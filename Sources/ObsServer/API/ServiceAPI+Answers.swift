@@ -5,10 +5,14 @@ extension ServiceAPI {
     /// `Idempotency-Key`, through the replica (which answers it now, once durable, or once it
     /// came back from the cluster's log); `answerMembers` adds members to a successful answer
     /// (a retry under the same key gets them back too).
-    func execute(_ request: HTTPRequest, _ action: Command.Action, answerMembers: JSONObject = [:]) throws -> Reply {
+    /// `caller`: who asks (section 13): the core decides the command with its principal.
+    func execute(
+        _ request: HTTPRequest, _ caller: Caller, _ action: Command.Action, answerMembers: JSONObject = [:]
+    ) throws -> Reply {
         let command = Command(
-            time: .now(), action, by: try Self.client(of: request),
-            idempotency: try Self.idempotencyClaim(of: request, answerMembers: answerMembers))
+            time: .now(), action, by: try Self.client(of: request, caller),
+            idempotency: try Self.idempotencyClaim(of: request, answerMembers: answerMembers),
+            principal: caller.principal)
         return try replica.submit(command) { outcome in Self.answer(outcome, adding: answerMembers) }
     }
 
@@ -48,7 +52,16 @@ extension ServiceAPI {
     }
 
     /// The writer's name from `Obs-Client` (section 7.3): 1–128 characters of the id alphabet.
-    static func client(of request: HTTPRequest) throws(CoreError) -> String? {
+    /// A token with a `client` names its writes with it, and another name is refused (section 13).
+    static func client(of request: HTTPRequest, _ caller: Caller = .admin) throws(CoreError) -> String? {
+        if let bound = caller.access?.client {
+            guard request.headers.client == nil || request.headers.client == bound else {
+                throw CoreError(
+                    .forbidden, "this token writes as client '\(bound)': Obs-Client must be that or absent",
+                    details: ["header": "Obs-Client"])
+            }
+            return bound
+        }
         guard let name = request.headers.client else { return nil }
         guard Names.isValidID(name) else {
             throw CoreError(
@@ -91,6 +104,8 @@ extension HTTPResponse {
             return .noContent
         case .objectDeleted(.releasePending(let retainedBy, _)):
             return .json(["state": "releasePending", "retainedBy": .array(retainedBy.map(JSON.string))], status: 202)
+        case .token(let token, let created):
+            return .json(.object(token.json), status: created ? 201 : 200)
         case .observerCreated(let observer):
             var response = HTTPResponse.json(.object(observer.summaryJSON), status: 201)
             response.headers.append(("Location", "/v1/observers/\(observer.id)"))

@@ -8,13 +8,14 @@ extension ServiceAPI {
         }
         router.on(.put, "/v1/classes/{name}") { request, parameters in
             let body = try jsonBody(request, allowed: ["properties"])
-            return try execute(request, .defineClass(name: parameters["name"], definition: .object(body.members)))
+            return try execute(
+                request, parameters.caller, .defineClass(name: parameters["name"], definition: .object(body.members)))
         }
         router.on(.get, "/v1/classes/{name}") { _, parameters in
             .json(.object(try store.classInfo(parameters["name"]).json))
         }
         router.on(.delete, "/v1/classes/{name}") { request, parameters in
-            try execute(request, .deleteClass(name: parameters["name"]))
+            try execute(request, parameters.caller, .deleteClass(name: parameters["name"]))
         }
     }
 }

@@ -5,7 +5,7 @@ extension ServiceAPI {
         router.on(.post, "/v1/observers/{id}/subscriptions") { request, parameters in
             let body = try jsonBody(request, allowed: ["name", "object"])
             return try execute(
-                request,
+                request, parameters.caller,
                 .subscribe(
                     observer: parameters["id"], name: try body.string("name"), object: try body.string("object"),
                     subscriptionID: Command.newID("sub_")))
@@ -17,18 +17,18 @@ extension ServiceAPI {
         }
         router.on(.delete, "/v1/observers/{id}/subscriptions/{subscription}") { request, parameters in
             try execute(
-                request,
+                request, parameters.caller,
                 .unsubscribe(
                     observer: parameters["id"], subscription: parameters["subscription"], name: nil, object: nil))
         }
         router.on(.delete, "/v1/observers/{id}/subscriptions") { request, parameters in
             try execute(
-                request,
+                request, parameters.caller,
                 .unsubscribe(
                     observer: parameters["id"], subscription: nil, name: request.stringQuery("name"),
                     object: try request.idQuery("object")))
         }
-        router.on(.post, "/v1/notifications") { request, _ in
+        router.on(.post, "/v1/notifications") { request, parameters in
             let body = try jsonBody(request, allowed: ["name", "object", "userInfo", "posting", "coalesce"])
             let name = try body.required("name", body.string)
             let posting = try body.string("posting") ?? PostingStyle.now.rawValue
@@ -43,7 +43,7 @@ extension ServiceAPI {
                 coalesce.append(text)
             }
             return try execute(
-                request,
+                request, parameters.caller,
                 .post(
                     name: name, object: try body.string("object"),
                     userInfo: try body.object("userInfo").map(JSON.object),

@@ -5,35 +5,35 @@ extension ServiceAPI {
     static let maxPageSize = 1000
 
     func registerObjects(in router: inout RouterBuilder) {
-        router.on(.post, "/v1/objects") { request, _ in
+        router.on(.post, "/v1/objects") { request, parameters in
             let body = try jsonBody(request, allowed: ["id", "class", "values"])
             return try execute(
-                request,
+                request, parameters.caller,
                 .createObject(
                     id: try body.string("id"), className: try body.string("class"),
                     values: try body.object("values") ?? [:], generatedID: Command.newID("obj_")))
         }
-        router.on(.get, "/v1/objects") { request, _ in
+        router.on(.get, "/v1/objects") { request, parameters in
             let page = try store.objects(
                 className: try request.idQuery("class"),
                 limit: try request.intQuery("limit", default: 100, in: 1...Self.maxPageSize),
-                after: try request.idQuery("after"))
+                after: try request.idQuery("after"), reader: parameters.caller.reader)
             let objects: [JSON] = page.objects.map { .object($0.json) }
             return .json(["objects": .array(objects), "next": page.next.map(JSON.string) ?? .null])
         }
         router.on(.get, "/v1/objects/{id}") { _, parameters in
-            .json(.object(try store.object(parameters["id"]).json))
+            .json(.object(try store.object(parameters["id"], reader: parameters.caller.reader).json))
         }
         router.on(.patch, "/v1/objects/{id}") { request, parameters in
             let body = try jsonBody(request, allowed: ["values", "ifRevision"])
             return try execute(
-                request,
+                request, parameters.caller,
                 .patch(
                     object: parameters["id"], values: try body.required("values", body.object),
                     ifRevision: try body.int("ifRevision")))
         }
         router.on(.delete, "/v1/objects/{id}") { request, parameters in
-            try execute(request, .deleteObject(object: parameters["id"]))
+            try execute(request, parameters.caller, .deleteObject(object: parameters["id"]))
         }
     }
 }

@@ -2,12 +2,12 @@ import ObservationCore
 
 extension ServiceAPI {
     func registerObservers(in router: inout RouterBuilder) {
-        router.on(.post, "/v1/observers") { request, _ in
+        router.on(.post, "/v1/observers") { request, parameters in
             let body = try jsonBody(request, allowed: ["name", "lease", "retainObserved", "replay", "client"])
             let defaults = ObserverSettings()
             let token = Command.newToken()
             return try execute(
-                request,
+                request, parameters.caller,
                 .createObserver(
                     id: Command.newID("obs_"), tokenHash: TokenHash.of(token), name: try body.string("name"),
                     lease: try body.int("lease") ?? defaults.lease,
@@ -16,8 +16,11 @@ extension ServiceAPI {
                 // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer).
                 answerMembers: ["token": .string(token)])
         }
-        router.on(.get, "/v1/observers") { _, _ in
-            let observers: [JSON] = store.observers().map { .object($0.summaryJSON) }
+        router.on(.get, "/v1/observers") { _, parameters in
+            // A scoped token lists the observers it made (section 13).
+            let observers: [JSON] = store.observers(madeBy: parameters.caller.access?.tokenID).map {
+                .object($0.summaryJSON)
+            }
             return .json(["observers": .array(observers)])
         }
         router.on(.get, "/v1/observers/{id}") { _, parameters in
@@ -29,13 +32,13 @@ extension ServiceAPI {
             return .json(.object(members))
         }
         router.on(.delete, "/v1/observers/{id}") { request, parameters in
-            try execute(request, .deleteObserver(observer: parameters["id"]))
+            try execute(request, parameters.caller, .deleteObserver(observer: parameters["id"]))
         }
         router.on(.post, "/v1/observers/{id}/keepalive") { request, parameters in
-            try execute(request, .keepalive(observer: parameters["id"]))
+            try execute(request, parameters.caller, .keepalive(observer: parameters["id"]))
         }
         router.on(.post, "/v1/observers/{id}/progress") { request, parameters in
-            try execute(request, .progress(observer: parameters["id"]))
+            try execute(request, parameters.caller, .progress(observer: parameters["id"]))
         }
         registerObservations(in: &router)
     }
@@ -51,7 +54,7 @@ extension ServiceAPI {
             let options = try body.strings("options") ?? []
             _ = try ObservationOptions(names: options)  // an unknown option is refused first, with a suggestion
             return try execute(
-                request,
+                request, parameters.caller,
                 .observe(
                     observer: parameters["id"], object: object, keyPaths: keyPaths, options: options,
                     context: body["context"], registrationIDs: keyPaths.map { _ in Command.newID("reg_") },
@@ -62,7 +65,7 @@ extension ServiceAPI {
         }
         router.on(.delete, "/v1/observers/{id}/observations/{registration}") { request, parameters in
             try execute(
-                request,
+                request, parameters.caller,
                 .unobserve(
                     observer: parameters["id"], registration: parameters["registration"], object: nil, keyPath: nil))
         }
@@ -70,7 +73,7 @@ extension ServiceAPI {
             let keyPath = request.stringQuery("keyPath")
             if let keyPath { _ = try KeyPath(keyPath) }  // not a key path: 400, never a look-alike match
             return try execute(
-                request,
+                request, parameters.caller,
                 .unobserve(
                     observer: parameters["id"], registration: nil, object: try request.idQuery("object"),
                     keyPath: keyPath))

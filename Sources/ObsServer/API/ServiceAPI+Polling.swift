@@ -17,7 +17,7 @@ extension ServiceAPI {
     /// A poll with `wait` > 0 is a stream from its arrival to its answer: it is counted in
     /// `streams`, under `--max-streams`, and holds the observer's lease (the lease counts again,
     /// in full, from its answer). One with `wait=0` is a plain read.
-    func poll(_ request: HTTPRequest, observerID: String?) throws -> Reply {
+    func poll(_ request: HTTPRequest, observerID: String?, caller: Caller = .admin) throws -> Reply {
         let query = try Self.pollQuery(request)
         let log: EventLog
         var close: @Sendable () -> Void = {}
@@ -46,12 +46,15 @@ extension ServiceAPI {
         let resumed = poll.resuming(after: cursor)
         let waiting = WaitingPoll(
             log: log, cursor: cursor, deadline: .now + .seconds(query.wait), polls: hub.polls,
+            credential: StreamCredential(caller),
             produce: { [self] in
                 switch resumed.look() {
                 case .answer(let answer): .now(sent(answer))
                 case .upToDate(let cursor): .now(sent(PollAnswer(events: [], lastEventID: cursor)))
                 }
-            }, close: close)
+            },
+            produceRevoked: { [self] event in .now(sent(PollAnswer(events: [event], lastEventID: cursor))) },
+            close: close)
         if hub.polls.add(waiting) {
             waiting.watch()
         } else {

@@ -8,7 +8,7 @@ extension ServiceAPI {
             let options = try body.strings("options") ?? []
             _ = try ObservationOptions(names: options)  // an unknown option is refused first, with a suggestion
             return try execute(
-                request,
+                request, parameters.caller,
                 .query(
                     observer: parameters["id"], definition: Self.definition(of: body), options: options,
                     context: body["context"], throttle: try body.int("throttle"), queryID: Command.newID("qry_")))
@@ -20,11 +20,11 @@ extension ServiceAPI {
             .json(.object(try store.query(parameters["query"], of: parameters["id"]).json))
         }
         router.on(.delete, "/v1/observers/{id}/queries/{query}") { request, parameters in
-            try execute(request, .unquery(observer: parameters["id"], query: parameters["query"]))
+            try execute(request, parameters.caller, .unquery(observer: parameters["id"], query: parameters["query"]))
         }
-        router.on(.post, "/v1/query") { request, _ in
+        router.on(.post, "/v1/query") { request, parameters in
             let body = try jsonBody(request, allowed: Self.definitionMembers)
-            let answer = try store.answerQuery(Self.definition(of: body))
+            let answer = try store.answerQuery(Self.definition(of: body), reader: parameters.caller.reader)
             let objects: [JSON] = answer.objects.map { .object(["id": .string($0.id), "values": .object($0.values)]) }
             return .json(["objects": .array(objects), "total": .int(answer.total), "revision": .int(answer.revision)])
         }

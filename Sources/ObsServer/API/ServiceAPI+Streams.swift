@@ -5,18 +5,19 @@ import Synchronization
 extension ServiceAPI {
     func registerStreams(in router: inout RouterBuilder) {
         router.on(.get, "/v1/observers/{id}/events") { request, parameters in
-            let observerID = parameters["id"]
+            let (observerID, caller) = (parameters["id"], parameters.caller)
             return try Self.wantsPoll(request)
-                ? poll(request, observerID: observerID) : openStream(request, observerID: observerID)
+                ? poll(request, observerID: observerID, caller: caller)
+                : openStream(request, observerID: observerID, caller: caller)
         }
-        router.on(.get, "/v1/events") { request, _ in
+        router.on(.get, "/v1/events") { request, parameters in
             try Self.wantsPoll(request) ? poll(request, observerID: nil) : openStream(request, observerID: nil)
         }
     }
 
     /// Opens an event stream on an observer's log (nil: the admin log), resuming after
     /// `Last-Event-ID` / `?lastEventId=` when given (section 7), with the options of 7.2.
-    private func openStream(_ request: HTTPRequest, observerID: String?) throws -> Reply {
+    private func openStream(_ request: HTTPRequest, observerID: String?, caller: Caller = .admin) throws -> Reply {
         let options = StreamOptions(
             framing: Self.wantsNDJSON(request) ? .ndjson : .sse, commits: try request.flagQuery("commits"),
             progress: try request.flagQuery("progress"), retryMilliseconds: RetrySpread.next(in: 2_000...5_000))
@@ -49,7 +50,7 @@ extension ServiceAPI {
         let stream = EventStream(
             log: log, cursor: cursor, prelude: prelude, rebuild: rebuild,
             replayEnd: ReplayEnd(lastEventID: max(cursor, visible), revision: settled), options: options,
-            hub: hub, revisions: store, onClose: close)
+            hub: hub, revisions: store, credential: StreamCredential(caller), onClose: close)
         hub.add(stream)
         return HTTPResponse.eventStream(stream, ndjson: options.framing == .ndjson)
     }

@@ -3,7 +3,8 @@ import ObservationCore
 extension ServiceAPI {
     func registerValues(in router: inout RouterBuilder) {
         router.on(.get, "/v1/objects/{id}/values/{keyPath}") { _, parameters in
-            let (value, revision) = try store.value(of: parameters["id"], at: parameters["keyPath"])
+            let (value, revision) = try store.value(
+                of: parameters["id"], at: parameters["keyPath"], reader: parameters.caller.reader)
             return .json { writer in
                 writer.raw("{\"keyPath\":")
                 writer.write(parameters["keyPath"])
@@ -17,7 +18,7 @@ extension ServiceAPI {
         router.on(.put, "/v1/objects/{id}/values/{keyPath}") { request, parameters in
             let body = try jsonBody(request, allowed: ["value", "ifRevision"])
             return try execute(
-                request,
+                request, parameters.caller,
                 .setValue(
                     object: parameters["id"], keyPath: parameters["keyPath"], value: try body.required("value"),
                     ifRevision: try body.int("ifRevision")))
@@ -33,7 +34,7 @@ extension ServiceAPI {
                 indexes.append(value)
             }
             return try execute(
-                request,
+                request, parameters.caller,
                 .mutate(
                     object: parameters["id"], keyPath: parameters["keyPath"], kind: kind, indexes: indexes,
                     values: try body.array("values") ?? [], ifRevision: try body.int("ifRevision")))
@@ -41,7 +42,8 @@ extension ServiceAPI {
         router.on(.post, "/v1/objects/{id}/notify") { request, parameters in
             let body = try jsonBody(request, allowed: ["keyPaths"])
             return try execute(
-                request, .notify(object: parameters["id"], keyPaths: try body.required("keyPaths", body.strings)))
+                request, parameters.caller,
+                .notify(object: parameters["id"], keyPaths: try body.required("keyPaths", body.strings)))
         }
     }
 }

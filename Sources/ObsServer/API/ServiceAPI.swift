@@ -26,6 +26,7 @@ struct ServiceAPI: Sendable {
         registerQueries(in: &router)
         registerStreams(in: &router)
         registerNotifications(in: &router)
+        registerTokens(in: &router)
     }
 
     /// A request's JSON object body, with the service's string limit.

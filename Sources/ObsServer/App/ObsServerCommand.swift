@@ -48,6 +48,11 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "Most observers the server holds.") var maxObservers: Int?
     @Option(help: "Most observations, subscriptions and queries per observer.") var maxRegistrationsPerObserver: Int?
     @Option(help: "Most queries over all observers (default 10000).") var maxQueries: Int?
+    @Option(help: "Most scoped tokens the admin may make (default 100000).") var maxTokens: Int?
+    @Option(help: "Accept JWTs signed with HS256 and this secret (at least 32 bytes) as scoped tokens.")
+    var jwtSecret: String?
+    @Option(help: "Accept JWTs signed with this PEM public key (RSA: RS256, P-256: ES256, Ed25519: EdDSA).")
+    var jwtPublicKey: String?
     @Option(help: "Most open event streams, the admin stream included.") var maxStreams: Int?
     @Option(help: "Bytes of events each observer's replay buffer keeps (default 4 MiB).") var maxReplayBytes: Int?
     @Option(help: "Bytes of events the admin stream's buffer keeps (default 64 MiB).") var maxAdminReplayBytes: Int?
@@ -146,6 +151,8 @@ struct ObsServerCommand: ParsableCommand {
             config.sync = parsed
         }
         config.token = try pick(token, "token")
+        config.jwtSecret = try pick(jwtSecret, "jwt-secret")
+        config.jwtPublicKey = try pick(jwtPublicKey, "jwt-public-key")
         if let origins = try pick(corsOrigins, "cors-origins") {
             config.corsOrigins = origins.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         }
@@ -169,6 +176,7 @@ struct ObsServerCommand: ParsableCommand {
             (maxObservers, "max-observers", \.maxObservers),
             (maxRegistrationsPerObserver, "max-registrations-per-observer", \.maxRegistrationsPerObserver),
             (maxStreams, "max-streams", \.maxStreams), (maxQueries, "max-queries", \.maxQueries),
+            (maxTokens, "max-tokens", \.maxTokens),
             (maxReplayBytes, "max-replay-bytes", \.maxReplayBytes),
             (maxAdminReplayBytes, "max-admin-replay-bytes", \.maxAdminReplayBytes),
             (maxQueuedNotifications, "max-queued-notifications", \.maxQueuedNotifications),

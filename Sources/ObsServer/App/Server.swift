@@ -54,6 +54,8 @@ final class Server: Sendable {
         replica.store.onTimerChange { timer.reschedule() }
         replica.store.holdDeliveries(AnswerFirst.hold)
         hub.polls.onEarlierDeadline { timer.reschedule() }
+        hub.onEarlierExpiry { timer.reschedule() }
+        replica.store.onTokensEnded { hub.revoke($0) }
 
         var builder = RouterBuilder()
         let metrics = RequestMetrics()
@@ -71,7 +73,9 @@ final class Server: Sendable {
         ]
         if let cors = config.cors { middleware.append(CORSMiddleware(policy: cors)) }
         middleware.append(
-            AuthMiddleware(authenticator: Authenticator(token: config.token, store: replica.store), replica: replica))
+            AuthMiddleware(
+                authenticator: Authenticator(token: config.token, store: replica.store, jwt: try config.jwtVerifier()),
+                replica: replica))
         // Reads wait only on a cluster node (elsewhere the step would pass every request on).
         if replica.hasReadBarrier { middleware.append(ReadBarrierMiddleware(replica: replica)) }
 

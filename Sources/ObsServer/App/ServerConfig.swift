@@ -36,6 +36,12 @@ struct ServerConfig: Sendable {
     var maxStreams = 10_000
     /// Queries over all observers (section 12).
     var maxQueries = 10_000
+    /// Stored scoped tokens (section 13).
+    var maxTokens = 100_000
+    /// `--jwt-secret`: JWTs signed with HS256 and this secret are scoped tokens (section 13).
+    var jwtSecret: String?
+    /// `--jwt-public-key`: a PEM file; JWTs signed with its key (RS256, ES256 or EdDSA) are.
+    var jwtPublicKey: String?
     /// Bytes of events an observer's replay buffer keeps (section 7.1).
     var maxReplayBytes = 4 << 20
     /// Bytes of events the admin stream's buffer keeps (section 7.1).
@@ -82,7 +88,25 @@ struct ServerConfig: Sendable {
             maxRegistrationsPerObserver: maxRegistrationsPerObserver, maxStreams: maxStreams,
             maxReplayBytes: maxReplayBytes, maxAdminReplayBytes: maxAdminReplayBytes,
             maxQueuedNotifications: maxQueuedNotifications, maxQueuedNotificationBytes: maxQueuedNotificationBytes,
-            maxIdempotencyKeys: maxIdempotencyKeys, maxIdempotencyBytes: maxIdempotencyBytes, maxQueries: maxQueries)
+            maxIdempotencyKeys: maxIdempotencyKeys, maxIdempotencyBytes: maxIdempotencyBytes, maxQueries: maxQueries,
+            maxTokens: maxTokens)
+    }
+
+    /// The verifier of JWTs (nil: no JWT key configured); throws for a key it cannot use.
+    func jwtVerifier() throws -> JWTVerifier? {
+        if let jwtSecret { return JWTVerifier(secret: jwtSecret) }
+        guard let jwtPublicKey else { return nil }
+        let pem: String
+        do {
+            pem = try String(contentsOfFile: jwtPublicKey, encoding: .utf8)
+        } catch {
+            throw ConfigError("--jwt-public-key \(jwtPublicKey) cannot be read: \(error.localizedDescription)")
+        }
+        do {
+            return try JWTVerifier(publicKeyPEM: pem)
+        } catch {
+            throw ConfigError("--jwt-public-key \(jwtPublicKey): \(error.message)")
+        }
     }
 
     /// The cross-origin policy (nil: none; `validate()` refuses origins it cannot use).
@@ -102,11 +126,16 @@ struct ServerConfig: Sendable {
                     + "or pass --allow-open to serve everyone on the network without one")
         }
         if let token, token.isEmpty { throw ConfigError("--token must not be empty") }
+        if jwtSecret != nil, jwtPublicKey != nil {
+            throw ConfigError("--jwt-secret and --jwt-public-key exclude each other: JWTs are checked with one key")
+        }
+        // HS256 with a short secret can be searched offline from one token (RFC 7518 3.2: at least 256 bits).
+        if let jwtSecret, jwtSecret.utf8.count < 32 { throw ConfigError("--jwt-secret must be at least 32 bytes") }
         for (name, value) in [
             ("max-body-bytes", maxBodyBytes), ("max-string-bytes", effectiveMaxStringBytes),
             ("max-objects", maxObjects), ("max-observers", maxObservers),
             ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams),
-            ("max-queries", maxQueries), ("max-replay-bytes", maxReplayBytes),
+            ("max-queries", maxQueries), ("max-tokens", maxTokens), ("max-replay-bytes", maxReplayBytes),
             ("max-admin-replay-bytes", maxAdminReplayBytes),
             ("max-queued-notifications", maxQueuedNotifications),
             ("max-queued-notification-bytes", maxQueuedNotificationBytes), ("max-idempotency-keys", maxIdempotencyKeys),

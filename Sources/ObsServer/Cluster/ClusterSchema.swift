@@ -54,7 +54,7 @@ enum ClusterSchema {
             "maxQueuedNotifications=\(limits.maxQueuedNotifications)",
             "maxQueuedNotificationBytes=\(limits.maxQueuedNotificationBytes)",
             "maxIdempotencyKeys=\(limits.maxIdempotencyKeys)", "maxIdempotencyBytes=\(limits.maxIdempotencyBytes)",
-            "maxQueries=\(limits.maxQueries)",
+            "maxQueries=\(limits.maxQueries)", "maxTokens=\(limits.maxTokens)",
         ].joined(separator: ";")
     }
 

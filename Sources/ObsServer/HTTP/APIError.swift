@@ -32,6 +32,8 @@ struct APIError: Error, Sendable {
         case .invalidJSON, .invalidRequest, .invalidName, .invalidKeyPath, .unknownKeyPath, .typeMismatch,
             .notACollection, .indexOutOfRange, .readOnly:
             400
+        case .unauthorized: 401
+        case .forbidden: 403
         case .notFound: 404
         case .conflict, .idempotencyKeyReused: 409
         case .revisionMismatch: 412

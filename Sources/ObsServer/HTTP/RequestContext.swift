@@ -16,4 +16,6 @@ protocol RequestContext: AnyObject, Sendable {
     var started: Int64 { get }
     /// A refusal the daemon made before the request reached the handlers (nil: none).
     var rejection: APIError? { get }
+    /// Who the request comes from (`AuthMiddleware`; the admin until it says otherwise).
+    var caller: Caller { get set }
 }

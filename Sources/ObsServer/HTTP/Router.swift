@@ -7,6 +7,8 @@ struct RouteParameters: Sendable {
     fileprivate var segments: [String] = []
     /// At most a few per route: a linear search beats hashing here.
     fileprivate var positions: [(name: String, index: Int)] = []
+    /// Who is calling (`AuthMiddleware`): what its commands carry and its reads may show.
+    var caller = Caller.admin
 
     /// The value of `{name}` in the route's pattern.
     subscript(name: String) -> String {
@@ -106,7 +108,9 @@ struct Router: Sendable {
         let candidates = parts.count < bySegments.count ? bySegments[parts.count] : []
         for route in candidates where route.method == method && route.matches(parts) {
             context.route = route.label
-            return run(route.handler, request, RouteParameters(segments: parts, positions: route.positions))
+            return run(
+                route.handler, request,
+                RouteParameters(segments: parts, positions: route.positions, caller: context.caller))
         }
         let allowed = candidates.filter { $0.matches(parts) }.map(\.method)
         if !allowed.isEmpty { return .now(APIError.methodNotAllowed(request.method, allowed: allowed).response) }

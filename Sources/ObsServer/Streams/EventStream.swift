@@ -61,6 +61,9 @@ final class EventStream: StreamBody {
         /// The highest revision the stream has told (`synced`, `commit`, `progress`): an idle
         /// `progress` never tells less, though a durable store's settled revision may trail it.
         var toldRevision = 0
+        /// The token it was opened with ended: this `revoked` event is its last (section 13).
+        var revoked: Event?
+        var revokedSent = false
     }
 
     /// Barriers a stream keeps at most; past it, the latest replaces the last (it covers it).
@@ -70,6 +73,8 @@ final class EventStream: StreamBody {
     static let batchBytes = 64 * 1024
 
     let log: EventLog
+    /// The scoped token it was opened with, if any: the stream ends when that token does.
+    let credential: StreamCredential?
     private let state: Locked<State>
     /// Where the stream is counted (its counters too); it leaves at `finish`.
     private let hub: StreamHub
@@ -85,10 +90,11 @@ final class EventStream: StreamBody {
     /// after `cursor`, with `synced` once it has everything up to `replayEnd`.
     init(
         log: EventLog, cursor: Int, prelude: [Event], rebuild: RebuildSource?, replayEnd: ReplayEnd,
-        options: StreamOptions, hub: StreamHub, revisions: any SettledRevisions,
+        options: StreamOptions, hub: StreamHub, revisions: any SettledRevisions, credential: StreamCredential? = nil,
         onClose: @escaping @Sendable () -> Void
     ) {
         self.log = log
+        self.credential = credential
         self.hub = hub
         self.options = options
         self.replayEnd = replayEnd
@@ -142,6 +148,13 @@ final class EventStream: StreamBody {
 
     /// Takes the next batch into the outbox; returns how the stream goes on when there is none.
     private func refill(_ state: inout State) -> StreamRead? {
+        // Revoked: `revoked` goes out in place of whatever the log holds next, then the end.
+        if state.revokedSent { return .end }
+        if let revoked = state.revoked {
+            state.outbox.append(revoked)
+            state.revokedSent = true
+            return nil
+        }
         if var rebuild = state.rebuild {
             let records = rebuild.next(maxBytes: Self.batchBytes)
             state.rebuild = records.isEmpty ? nil : rebuild
@@ -267,6 +280,16 @@ final class EventStream: StreamBody {
     /// Closes the connection now.
     func abort() {
         state.withLock { $0.abort }?()
+    }
+
+    /// Ends the stream with `event` (`revoked`), sent once what it has taken is sent.
+    func revoke(_ event: Event) {
+        let wake = state.withLock { state -> (@Sendable () -> Void)? in
+            guard state.revoked == nil, !state.finished else { return nil }
+            state.revoked = event
+            return state.wake
+        }
+        wake?()
     }
 
     /// Asks for a `: keep-alive` comment if nothing else is sent first, and wakes the stream.

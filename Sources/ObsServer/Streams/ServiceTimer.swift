@@ -2,7 +2,8 @@ import Foundation
 import ObservationCore
 
 /// The one timer thread: lease expiry, stream heartbeats, the notification queue, the ends
-/// of throttle windows (`flushThrottled`) and the end of polls' waits.
+/// of throttle windows (`flushThrottled`), token expiry (`expireTokens`), the end of polls'
+/// waits and of streams opened with a JWT (at its `exp`).
 ///
 /// It sleeps until the next deadline (the earliest lease, the next heartbeat, the
 /// moment queued `idle` postings are due, the earliest waiting poll's deadline); queued `asap`
@@ -78,8 +79,10 @@ final class ServiceTimer: Sendable {
         if let lease = store.nextLeaseDeadline, lease <= Timestamp.now() { failed = !act(.expireLeases) || failed }
         if store.oldestQueued(.asap) != nil { failed = !act(.deliverQueued(posting: "asap")) || failed }
         if let due = store.nextThrottleDeadline, due <= Timestamp.now() { failed = !act(.flushThrottled) || failed }
+        if let due = store.nextTokenDeadline, due <= Timestamp.now() { failed = !act(.expireTokens) || failed }
         var deadline = store.nextLeaseDeadline.map(Self.instant) ?? .now + heartbeatInterval
         if let due = store.nextThrottleDeadline { deadline = min(deadline, Self.instant(due)) }
+        if let due = store.nextTokenDeadline { deadline = min(deadline, Self.instant(due)) }
         if let oldest = store.oldestQueued(.idle) {
             let due = min(Self.instant(oldest) + Self.idleMaxDelay, lastRequest() + idleQuiet)
             if due <= ContinuousClock.now {
@@ -104,6 +107,7 @@ final class ServiceTimer: Sendable {
             var deadline = nextHeartbeat
             if decides() { deadline = min(deadline, decide()) }
             if let poll = hub.polls.expire(now: .now) { deadline = min(deadline, poll) }
+            if let jwt = hub.expireCredentials(now: .now()) { deadline = min(deadline, Self.instant(jwt)) }
             condition.lock()
             if !state.withLock({ $0.rescheduled }), deadline > ContinuousClock.now {
                 _ = condition.wait(

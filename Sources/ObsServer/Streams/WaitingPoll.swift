@@ -21,6 +21,8 @@ final class WaitingPoll: Sendable {
         case unavailable
         /// Close unanswered (the client went away).
         case hangup
+        /// Answer this `revoked` event alone: the token it was opened with ended (section 13).
+        case revoked(Event)
     }
 
     private struct State {
@@ -36,6 +38,10 @@ final class WaitingPoll: Sendable {
     private let log: EventLog
     private let cursor: Int
     private let produce: @Sendable () -> Reply
+    /// The answer of a poll whose token ended: the `revoked` event alone.
+    private let produceRevoked: @Sendable (Event) -> Reply
+    /// The scoped token it was opened with, if any.
+    let credential: StreamCredential?
     private let close: @Sendable () -> Void
     private let polls: WaitingPolls
     private let state = Locked(State())
@@ -44,11 +50,21 @@ final class WaitingPoll: Sendable {
     /// its answer, `close` runs once when it ends.
     init(
         log: EventLog, cursor: Int, deadline: ContinuousClock.Instant, polls: WaitingPolls,
-        produce: @escaping @Sendable () -> Reply, close: @escaping @Sendable () -> Void
+        credential: StreamCredential? = nil, produce: @escaping @Sendable () -> Reply,
+        produceRevoked: @escaping @Sendable (Event) -> Reply = { _ in .now(APIError.forbidden.response) },
+        close: @escaping @Sendable () -> Void
     ) {
         self.key = polls.nextKey()
         self.log = log
         self.cursor = cursor
+        self.credential = credential
+        self.produceRevoked = produceRevoked
+        // A JWT's poll waits no longer than its `exp`.
+        var deadline = deadline
+        if let expiresAt = credential?.expiresAt {
+            deadline = min(
+                deadline, .now + .milliseconds(max(0, expiresAt.milliseconds - Timestamp.now().milliseconds)))
+        }
         self.deadline = deadline
         self.polls = polls
         self.produce = produce
@@ -89,6 +105,7 @@ final class WaitingPoll: Sendable {
                     APIError(ClusterNode.unavailable("the node is not connected to the cluster's database now"))
                         .response))
         case .hangup: answer.resolve(with: nil)
+        case .revoked(let event): answer.resolve { [produceRevoked] in produceRevoked(event) }
         }
     }
 }

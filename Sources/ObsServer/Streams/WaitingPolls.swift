@@ -72,8 +72,26 @@ final class WaitingPolls: Sendable {
             }
             return (due, state.deadlines.first?.deadline)
         }
-        for poll in due { poll.end(.answer) }
+        for poll in due {
+            // A JWT's poll waits no longer than its `exp`, and then ends with `revoked`.
+            if let credential = poll.credential, let expiresAt = credential.expiresAt, expiresAt <= Timestamp.now() {
+                poll.end(.revoked(credential.revokedEvent("expired")))
+            } else {
+                poll.end(.answer)
+            }
+        }
         return next
+    }
+
+    /// Ends the polls opened with these tokens (by id, with why they ended) with `revoked`.
+    func revoke(_ reasons: [String: String]) {
+        let due = state.withLock { state -> [(WaitingPoll, Event)] in
+            state.polls.values.compactMap { poll in
+                guard let credential = poll.credential, let reason = reasons[credential.tokenID] else { return nil }
+                return (poll, credential.revokedEvent(reason))
+            }
+        }
+        for (poll, event) in due { poll.end(.revoked(event)) }
     }
 
     /// Answers every waiting poll 503 `unavailable` now (a cluster node cut off from its database).

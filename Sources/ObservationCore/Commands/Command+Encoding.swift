@@ -27,6 +27,10 @@ extension Command {
                 writer.raw(",\"by\":")
                 writer.write(by)
             }
+            if let principal {
+                writer.raw(",\"principal\":")
+                writer.write(principal.json)
+            }
             if let idempotency {
                 writer.raw(",\"idempotency\":")
                 writer.write(
@@ -57,7 +61,16 @@ extension Command {
         self.init(
             time: Timestamp(milliseconds: Int64(try fields.int("t"))),
             try Action(kind: try fields.string("a"), fields), by: try fields.optionalString("by"),
-            idempotency: try Self.claim(fields.optionalJSON("idempotency")))
+            idempotency: try Self.claim(fields.optionalJSON("idempotency")),
+            principal: try Self.principal(fields.optionalJSON("principal")))
+    }
+
+    private static func principal(_ json: JSON?) throws(CommandDecodingError) -> Principal? {
+        guard let json else { return nil }
+        guard let principal = Principal(json: json) else {
+            throw CommandDecodingError(description: "a principal is a token, an observer or a JWT with its scopes")
+        }
+        return principal
     }
 
     private static func claim(_ json: JSON?) throws(CommandDecodingError) -> IdempotencyClaim? {
@@ -156,7 +169,20 @@ extension Command.Action {
             field("userInfo", userInfo)
             field("posting", .string(posting))
             field("coalesce", .array(coalesce.map(JSON.string)))
-        case .expireLeases, .restart, .flushThrottled: break
+        case .createToken(let id, let secretHash, let name, let scopes, let ttl, let client):
+            field("id", .string(id))
+            field("secretHash", .string(secretHash))
+            field("name", name.map(JSON.string))
+            field("scopes", scopes)
+            field("ttl", ttl.map(JSON.int))
+            field("client", client.map(JSON.string))
+        case .changeToken(let id, let scopes, let ttl):
+            field("id", .string(id))
+            field("scopes", scopes)
+            field("ttl", ttl)
+        case .revokeToken(let id):
+            field("id", .string(id))
+        case .expireLeases, .restart, .flushThrottled, .expireTokens: break
         case .deliverQueued(let posting):
             field("posting", .string(posting))
         case .openStream(let observer, let holder), .closeStream(let observer, let holder):
@@ -230,6 +256,16 @@ extension Command.Action {
                 name: try fields.string("name"), object: try fields.optionalString("object"),
                 userInfo: fields.optionalJSON("userInfo"), posting: try fields.string("posting"),
                 coalesce: try fields.strings("coalesce"))
+        case "createToken":
+            self = .createToken(
+                id: try fields.string("id"), secretHash: try fields.string("secretHash"),
+                name: try fields.optionalString("name"), scopes: try fields.json("scopes"),
+                ttl: try fields.optionalInt("ttl"), client: try fields.optionalString("client"))
+        case "changeToken":
+            self = .changeToken(
+                id: try fields.string("id"), scopes: fields.optionalJSON("scopes"), ttl: fields.optionalJSON("ttl"))
+        case "revokeToken": self = .revokeToken(id: try fields.string("id"))
+        case "expireTokens": self = .expireTokens
         case "expireLeases": self = .expireLeases
         case "flushThrottled": self = .flushThrottled
         case "deliverQueued": self = .deliverQueued(posting: try fields.string("posting"))

@@ -20,12 +20,19 @@ public struct Command: Sendable, Equatable {
     public let by: String?
     /// The request's `Idempotency-Key` (section 7.3).
     public let idempotency: IdempotencyClaim?
+    /// Who made it when not the admin (section 13): a scoped token, a JWT or an observer's
+    /// token; nil for the admin, an open server and background changes.
+    public let principal: Principal?
 
-    public init(time: Timestamp, _ action: Action, by: String? = nil, idempotency: IdempotencyClaim? = nil) {
+    public init(
+        time: Timestamp, _ action: Action, by: String? = nil, idempotency: IdempotencyClaim? = nil,
+        principal: Principal? = nil
+    ) {
         self.time = time
         self.action = action
         self.by = by
         self.idempotency = idempotency
+        self.principal = principal
     }
 
     /// Whether applying it can change the state: its action can, or it keeps an answer.
@@ -72,7 +79,17 @@ public struct Command: Sendable, Equatable {
         case unsubscribe(observer: String, subscription: String?, name: String?, object: String?)
         /// `userInfo`: the HTTP layer takes an object only (section 8); the core delivers any JSON.
         case post(name: String, object: String?, userInfo: JSON?, posting: String, coalesce: [String])
+        // Tokens (section 13)
+        /// `secretHash`: the SHA-256 of the secret the client is given. `ttl`: seconds.
+        indirect case createToken(
+            id: String, secretHash: String, name: String?, scopes: JSON, ttl: Int?, client: String?)
+        /// `ttl`: nil leaves the expiry, `null` removes it, seconds set it anew from now.
+        indirect case changeToken(id: String, scopes: JSON?, ttl: JSON?)
+        /// A stored token, or the id (`jti`) of a JWT the server never stored.
+        case revokeToken(id: String)
         // Background
+        /// Ends the tokens whose `ttl` ran out by the command's time (and forgets old endings).
+        case expireTokens
         /// Removes the observers whose lease ran out by the command's time.
         case expireLeases
         /// Delivers the queued postings of a style (`asap`, `idle`), each under its own revision.
@@ -98,6 +115,10 @@ extension Command {
 
     /// A fresh observer token: 24 random bytes in hex (the command carries its `TokenHash`).
     public static func newToken() -> String { RandomID.make("", bytes: 24) }
+
+    /// A fresh scoped token's secret: 32 random bytes in hex, prefixed so that logs and
+    /// secret scanners can tell it (`obs_st_`).
+    public static func newScopedSecret() -> String { "obs_st_" + RandomID.make("", bytes: 32) }
 }
 
 extension Command.Action {
@@ -130,6 +151,10 @@ extension Command.Action {
         case .closeStream: "closeStream"
         case .restart: "restart"
         case .nodeDown: "nodeDown"
+        case .createToken: "createToken"
+        case .changeToken: "changeToken"
+        case .revokeToken: "revokeToken"
+        case .expireTokens: "expireTokens"
         }
     }
 
@@ -144,7 +169,7 @@ extension Command.Action {
     public var isClientWrite: Bool {
         switch self {
         case .keepalive, .progress, .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart,
-            .nodeDown:
+            .nodeDown, .expireTokens:
             false
         default: true
         }

@@ -10,6 +10,9 @@ public struct Effects: Sendable {
     /// Delivery barriers: each stream of the log gets a `progress` at this revision once it has
     /// every event the log holds now.
     var barriers: [(log: EventLog, revision: Int)] = []
+    /// Tokens (stored ones, or JWT ids) that were revoked or expired: the streams opened with
+    /// them get `revoked` and end (section 13). With the reason.
+    public internal(set) var endedTokens: [(id: String, reason: String)] = []
     /// A lease deadline moved, or a posting was queued: the timer must look again.
     public internal(set) var timerMustLook = false
     /// The global revision once the command is applied (a refused command: the one before).
@@ -24,7 +27,9 @@ public struct Effects: Sendable {
         events.append(LoggedEvent(log: log, event: event))
     }
 
-    var isEmpty: Bool { events.isEmpty && closedLogs.isEmpty && barriers.isEmpty && !timerMustLook }
+    var isEmpty: Bool {
+        events.isEmpty && closedLogs.isEmpty && barriers.isEmpty && !timerMustLook && endedTokens.isEmpty
+    }
 
     /// The events made, with the label of the log each goes to (an observer's id, or `admin`).
     public var madeEvents: [(log: String, event: Event)] { events.map { ($0.log.label, $0.event) } }

@@ -18,6 +18,8 @@ final class Outbox: Sendable {
     private let performing = Locked(Scratch())
     /// Told when a command moved a deadline or queued a posting (the server's timer).
     let timer = Locked<TimerHook?>(nil)
+    /// Told of tokens that ended (the server's streams opened with them end).
+    let revocation = Locked<RevocationHook?>(nil)
     /// The revision of the last command whose events are all in their logs (visible to
     /// streams in memory; a durable store's also wait for `publish`).
     let performedRevision = Atomic<Int>(0)
@@ -48,8 +50,8 @@ final class Outbox: Sendable {
     /// Puts everything queued so far into the logs, in order; the deliveries are the caller's
     /// to make once it holds no lock (`deliver`).
     func performQueued() -> OutboxDeliveries {
-        let (wake, barriers, tellTimer) = performing.withLock {
-            scratch -> ([EventLog], [EventLog.Barrier], Bool) in
+        let (wake, barriers, tellTimer, ended) = performing.withLock {
+            scratch -> ([EventLog], [EventLog.Barrier], Bool, [(id: String, reason: String)]) in
             // The queue takes the empty list back: neither list is copied or reallocated.
             let revision = queue.withLock { queue in
                 swap(&queue.effects, &scratch.batch)
@@ -63,7 +65,9 @@ final class Outbox: Sendable {
             var order: [EventLog] = []
             var barriers: [EventLog.Barrier] = []
             var tellTimer = false
+            var ended: [(id: String, reason: String)] = []
             for effects in scratch.batch {
+                ended += effects.endedTokens
                 for logged in effects.events where logged.log.append(logged.event, batch: performed) {
                     scratch.touched.append(logged.log)
                 }
@@ -76,9 +80,11 @@ final class Outbox: Sendable {
             scratch.touched.emptyKeepingCapacity()
             scratch.batch.emptyKeepingCapacity()
             _ = performedRevision.max(revision, ordering: .releasing)
-            return (order, barriers, tellTimer)
+            return (order, barriers, tellTimer, ended)
         }
-        return OutboxDeliveries(wake: wake, barriers: barriers, timer: tellTimer ? timer.withLock { $0 } : nil)
+        return OutboxDeliveries(
+            wake: wake, barriers: barriers, timer: tellTimer ? timer.withLock { $0 } : nil,
+            ended: ended.isEmpty ? nil : revocation.withLock { $0 }.map { ($0, ended) })
     }
 
 }
@@ -90,15 +96,17 @@ public struct OutboxDeliveries: Sendable {
     fileprivate let wake: [EventLog]
     fileprivate let barriers: [EventLog.Barrier]
     fileprivate let timer: TimerHook?
+    fileprivate let ended: (RevocationHook, [(id: String, reason: String)])?
 
     /// Whether there is anything to do.
-    public var isEmpty: Bool { wake.isEmpty && barriers.isEmpty && timer == nil }
+    public var isEmpty: Bool { wake.isEmpty && barriers.isEmpty && timer == nil && ended == nil }
 
-    /// Does it (once; no lock held).
+    /// Does it (once; no lock held). Ended tokens last: their streams have their events first.
     public func make() {
         for barrier in barriers { barrier.deliver() }
         for log in wake { log.wake() }
         timer?.call()
+        if let (hook, ended) = ended { hook.call(ended) }
     }
 }
 
@@ -114,6 +122,11 @@ private struct Scratch {
 /// `Store.journalHandler`).
 struct TimerHook: Sendable {
     let call: @Sendable () -> Void
+}
+
+/// Told of the tokens (ids, with why) that ended in a batch.
+struct RevocationHook: Sendable {
+    let call: @Sendable ([(id: String, reason: String)]) -> Void
 }
 
 extension Array {

@@ -10,6 +10,8 @@ public enum Outcome: Sendable {
     case objectCreated(ObjectSnapshot)
     case objectDeleted(DeleteOutcome)
     case observerCreated(ObserverSnapshot)
+    /// A token made or changed (section 13); its secret is the server's to add, once.
+    case token(TokenSnapshot, created: Bool)
     /// A keepalive: when the lease now runs out (nil while a stream holds it).
     case leaseRenewed(expiresAt: Timestamp?)
     /// A delivery barrier was set at this revision (`progress`).

@@ -4,7 +4,7 @@ extension ObjectGraph {
     /// Applies `@op` to `collection`, mapping `rest` over its elements first.
     func aggregate(
         _ op: CollectionOperator, over collection: JSON, then rest: ArraySlice<KeyPath.Component>, depth: Int,
-        trace: DependencyTrace? = nil
+        trace: DependencyTrace? = nil, filter: ReadFilter? = nil
     ) throws(CoreError) -> JSON {
         let elements: [JSON]
         switch collection {
@@ -17,7 +17,9 @@ extension ObjectGraph {
         var operands: [JSON] = []
         operands.reserveCapacity(elements.count)
         for element in elements {
-            let value = try evaluate(rest, from: node(element, at: nil, trace: trace), depth: depth, trace: trace)
+            let value = try evaluate(
+                rest, from: node(element, at: nil, trace: trace, filter: filter), depth: depth, trace: trace,
+                filter: filter)
             if !value.isNull { operands.append(value) }
         }
         switch op {

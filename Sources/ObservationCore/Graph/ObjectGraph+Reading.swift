@@ -25,21 +25,37 @@ extension ObjectGraph {
     static let maxComputedDepth = 32
 
     /// `valueForKeyPath:` on object `id`; `trace`, when given, collects the places read.
-    func read(_ path: KeyPath, of id: String, trace: DependencyTrace? = nil) throws(CoreError) -> JSON {
-        try evaluate(path.components[...], from: .object(id), depth: 0, trace: trace)
+    func read(_ path: KeyPath, of id: String, trace: DependencyTrace? = nil, filter: ReadFilter? = nil)
+        throws(CoreError) -> JSON
+    {
+        // An object the reader may not read is missing to it, from the first step on.
+        if let filter, let object = objects[id], !filter.mayRead(identity(of: object)) { return .null }
+        return try evaluate(path.components[...], from: .object(id), depth: 0, trace: trace, filter: filter)
+    }
+
+    /// What scopes match an object by (section 13): fixed for as long as it exists.
+    func identity(of object: StoredObject) -> ObjectIdentity {
+        ObjectIdentity(id: object.id, className: object.className)
+    }
+
+    /// Whether `filter` lets its reader see object `id` (nil: no filter; a missing object is not seen).
+    func isVisible(_ id: String, to filter: ReadFilter?) -> Bool {
+        guard let object = objects[id] else { return false }
+        return filter?.mayRead(identity(of: object)) ?? true
     }
 
     /// The node for a value stored at `location`: references to existing objects
     /// become object nodes; dangling ones (the object was deleted) read as `null`.
-    func node(_ value: JSON, at location: ObjectPath?, trace: DependencyTrace?) -> Node {
+    func node(_ value: JSON, at location: ObjectPath?, trace: DependencyTrace?, filter: ReadFilter?) -> Node {
         guard let id = value.referencedID else { return .value(value, at: location) }
         trace?.record(location)
         trace?.record(ObjectPath(objectID: id, keys: []))  // revived or deleted, the value changes
-        return objects[id] == nil ? .value(.null, at: nil) : .object(id)
+        return isVisible(id, to: filter) ? .object(id) : .value(.null, at: nil)
     }
 
     func evaluate(
-        _ components: ArraySlice<KeyPath.Component>, from start: Node, depth: Int, trace: DependencyTrace? = nil
+        _ components: ArraySlice<KeyPath.Component>, from start: Node, depth: Int, trace: DependencyTrace? = nil,
+        filter: ReadFilter? = nil
     ) throws(CoreError) -> JSON {
         var current = start
         var index = components.startIndex
@@ -48,23 +64,26 @@ extension ObjectGraph {
             case .collection(let op):
                 trace?.record(current.location)
                 let result = try aggregate(
-                    op, over: current.json, then: components[(index + 1)...], depth: depth, trace: trace)
+                    op, over: current.json, then: components[(index + 1)...], depth: depth, trace: trace, filter: filter
+                )
                 trace?.valueLocation = nil
                 return result
             case .key(let key):
                 switch current {
                 case .object(let id):
-                    let (value, stored) = try member(key, of: id, depth: depth, trace: trace)
-                    current = node(value, at: stored ? ObjectPath(objectID: id, keys: [key]) : nil, trace: trace)
+                    let (value, stored) = try member(key, of: id, depth: depth, trace: trace, filter: filter)
+                    current = node(
+                        value, at: stored ? ObjectPath(objectID: id, keys: [key]) : nil, trace: trace, filter: filter)
                 case .value(.object(let members), let location):
-                    current = node(members[key] ?? .null, at: location?.appending(key), trace: trace)
+                    current = node(members[key] ?? .null, at: location?.appending(key), trace: trace, filter: filter)
                 case .value(.array(let elements), let location):
                     trace?.record(location)
                     var mapped: [JSON] = []
                     mapped.reserveCapacity(elements.count)
                     for element in elements {
-                        let start = node(element, at: nil, trace: trace)
-                        mapped.append(try evaluate(components[index...], from: start, depth: depth, trace: trace))
+                        let start = node(element, at: nil, trace: trace, filter: filter)
+                        mapped.append(
+                            try evaluate(components[index...], from: start, depth: depth, trace: trace, filter: filter))
                     }
                     trace?.valueLocation = nil  // a mapped array is stored nowhere
                     return .array(mapped)
@@ -82,20 +101,25 @@ extension ObjectGraph {
     }
 
     /// The value of `key` on object `id`, and whether it is stored (not computed).
-    func member(_ key: String, of id: String, depth: Int, trace: DependencyTrace? = nil) throws(CoreError) -> (
-        JSON, Bool
-    ) {
+    func member(_ key: String, of id: String, depth: Int, trace: DependencyTrace? = nil, filter: ReadFilter? = nil)
+        throws(CoreError) -> (
+            JSON, Bool
+        )
+    {
         guard let object = objects[id] else { return (.null, false) }
         if let spec = schema(of: object)?.properties[key], let computed = spec.computed {
             for path in spec.dependsOn {
-                _ = try? evaluate(path.components[...], from: .object(id), depth: depth + 1, trace: trace)
+                _ = try? evaluate(
+                    path.components[...], from: .object(id), depth: depth + 1, trace: trace, filter: filter)
             }
-            return (try evaluate(computed, on: id, depth: depth + 1, trace: trace), false)
+            return (try evaluate(computed, on: id, depth: depth + 1, trace: trace, filter: filter), false)
         }
         return (object.values[key] ?? .null, true)
     }
 
-    func evaluate(_ computed: Computed, on id: String, depth: Int, trace: DependencyTrace? = nil) throws(CoreError)
+    func evaluate(
+        _ computed: Computed, on id: String, depth: Int, trace: DependencyTrace? = nil, filter: ReadFilter? = nil
+    ) throws(CoreError)
         -> JSON
     {
         guard depth <= Self.maxComputedDepth else {
@@ -105,7 +129,7 @@ extension ObjectGraph {
         }
         switch computed {
         case .keyPath(let path):
-            return try evaluate(path.components[...], from: .object(id), depth: depth, trace: trace)
+            return try evaluate(path.components[...], from: .object(id), depth: depth, trace: trace, filter: filter)
         case .template(let parts, _):
             var text = ""
             for part in parts {
@@ -113,7 +137,8 @@ extension ObjectGraph {
                 case .literal(let literal): text += literal
                 case .keyPath(let path):
                     text += Self.text(
-                        of: try evaluate(path.components[...], from: .object(id), depth: depth, trace: trace))
+                        of: try evaluate(
+                            path.components[...], from: .object(id), depth: depth, trace: trace, filter: filter))
                 }
             }
             return .string(text)
@@ -131,27 +156,28 @@ extension ObjectGraph {
 
     /// Snapshot of an object: stored values in order, every class property, then computed ones.
     /// `retainedBy`: the observers that keep it alive (the graph does not know them).
-    func snapshot(_ object: StoredObject, retainedBy: [String]) -> ObjectSnapshot {
+    func snapshot(_ object: StoredObject, retainedBy: [String], filter: ReadFilter? = nil) -> ObjectSnapshot {
         var values = JSONObject()
         if let schema = schema(of: object) {
             for name in schema.propertyNames {
                 if let computed = schema.properties[name]?.computed {
-                    values[name] = (try? evaluate(computed, on: object.id, depth: 1)) ?? .null
+                    values[name] = (try? evaluate(computed, on: object.id, depth: 1, filter: filter)) ?? .null
                 } else {
-                    values[name] = readable(object.values[name] ?? .null)
+                    values[name] = readable(object.values[name] ?? .null, filter: filter)
                 }
             }
         } else {
-            for (key, value) in object.values { values[key] = readable(value) }
+            for (key, value) in object.values { values[key] = readable(value, filter: filter) }
         }
         return ObjectSnapshot(
             id: object.id, className: object.className, revision: object.revision,
             createdAt: object.createdAt, values: values, retainedBy: retainedBy)
     }
 
-    /// A stored value as reads show it: a dangling reference at the top reads as `null`.
-    func readable(_ value: JSON) -> JSON {
-        if let id = value.referencedID, objects[id] == nil { return .null }
+    /// A stored value as reads show it: a dangling reference at the top reads as `null`, as
+    /// does one to an object the reader may not read.
+    func readable(_ value: JSON, filter: ReadFilter? = nil) -> JSON {
+        if let id = value.referencedID, !isVisible(id, to: filter) { return .null }
         return value
     }
 }

@@ -48,7 +48,7 @@ public enum Names {
 }
 
 extension Unicode.GeneralCategory {
-    fileprivate var isControl: Bool {
+    var isControl: Bool {
         switch self {
         case .control, .format, .surrogate, .unassigned, .lineSeparator, .paragraphSeparator: true
         default: false

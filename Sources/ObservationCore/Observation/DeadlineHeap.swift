@@ -35,6 +35,9 @@ public struct DeadlineHeap<Deadline: Comparable & Sendable>: Sendable {
         settle()
     }
 
+    /// `id`'s deadline, if it has one.
+    public func deadline(of id: String) -> Deadline? { live[id] }
+
     /// Removes and returns the earliest deadline.
     public mutating func popFirst() -> (deadline: Deadline, id: String)? {
         guard let top = entries.first else { return nil }

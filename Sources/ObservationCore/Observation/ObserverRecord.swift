@@ -9,6 +9,13 @@ struct ObserverRecord: Sendable {
     let retainObserved: Bool
     /// The client name whose own changes its `skipOwn` registrations skip (section 7.3).
     var client: String? = nil
+    /// The scoped token (or JWT) that made it, with what it may do: its registrations read only
+    /// that (section 13). Nil when the admin made it (or the server runs open).
+    var access: Access? = nil {
+        didSet { reader = access?.readFilter }
+    }
+    /// What its registrations may read: `access`'s filter, made once.
+    private(set) var reader: ReadFilter? = nil
     let createdAt: Timestamp
     /// Its events, for its streams (the buffer; the ids are counted here, in `lastEventID`).
     let log: EventLog
@@ -50,6 +57,8 @@ public struct ObserverSnapshot: Sendable {
     public let backlog: Int
     public let dropped: Int
     public let client: String?
+    /// The scoped token (or JWT) that made it (section 13); nil: the admin.
+    public var tokenID: String? = nil
     /// The registrations, in creation order (only filled for a single observer).
     public let registrations: [RegistrationSnapshot]
     /// The subscriptions, in creation order (only filled for a single observer).

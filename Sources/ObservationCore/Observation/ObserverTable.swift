@@ -6,6 +6,8 @@
 struct ObserverTable: Sendable {
     private var observers: [String: ObserverRecord] = [:]
     private var byTokenHash: [String: String] = [:]
+    /// The observers each scoped token (or JWT) made (section 13).
+    private var byAccessToken: [String: Set<String>] = [:]
     /// When each observer without a stream expires (milliseconds since 1970).
     private(set) var leases = DeadlineHeap<Int64>()
     /// Open event streams, the admin stream included.
@@ -24,6 +26,17 @@ struct ObserverTable: Sendable {
 
     func observerID(forTokenHash hash: String) -> String? { byTokenHash[hash] }
 
+    /// The observers token `id` made, sorted.
+    func made(by tokenID: String) -> [String] { byAccessToken[tokenID].map { $0.sorted() } ?? [] }
+
+    /// How many observers token `id` made.
+    func count(madeBy tokenID: String) -> Int { byAccessToken[tokenID]?.count ?? 0 }
+
+    /// Changes an observer's record in place (fields that no index holds).
+    mutating func update(_ id: String, _ body: (inout ObserverRecord) -> Void) {
+        observers.inPlace(id) { body(&$0) }
+    }
+
     /// Every observer, in creation order (then id).
     var all: [ObserverRecord] {
         observers.values.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
@@ -38,6 +51,7 @@ struct ObserverTable: Sendable {
         record.expiresAt = Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
         observers[record.id] = record
         byTokenHash[record.tokenHash] = record.id
+        if let tokenID = record.access?.tokenID { byAccessToken[tokenID, default: []].insert(record.id) }
         if let deadline = record.expiresAt { leases.schedule(record.id, at: deadline.milliseconds) }
     }
 
@@ -48,6 +62,10 @@ struct ObserverTable: Sendable {
         guard let record = observers.removeValue(forKey: id) else { return nil }
         streams = max(0, streams - record.holders.values.reduce(0, +))
         byTokenHash[record.tokenHash] = nil
+        if let tokenID = record.access?.tokenID {
+            byAccessToken[tokenID]?.remove(id)
+            if byAccessToken[tokenID]?.isEmpty == true { byAccessToken[tokenID] = nil }
+        }
         leases.cancel(id)
         return record
     }

@@ -17,6 +17,7 @@ extension JournalBatch.Entity {
                 "name": .string(observer.name), "tokenHash": .string(observer.tokenHash), "lease": .int(observer.lease),
                 "retainObserved": .bool(observer.retainObserved), "replay": .int(observer.log.capacity),
                 "client": observer.client.map(JSON.string) ?? .null,
+                "access": observer.access?.json ?? .null,
                 "createdAt": .int(Int(observer.createdAt.milliseconds)), "lastEventId": .int(observer.lastEventID),
                 // Read back only from exact (cluster) checkpoints; a start of one server resets them.
                 "expiresAt": observer.expiresAt.map { .int(Int($0.milliseconds)) } ?? .null,
@@ -58,6 +59,18 @@ extension JournalBatch.Entity {
                             sent.window.map { .array([.string($0.id), .array($0.selected)]) }),
                     ]
                 } ?? .null,
+            ]
+        case .token(let token):
+            return [
+                "name": .string(token.name), "secretHash": .string(token.secretHash), "scopes": token.access.grant.json,
+                "client": token.access.client.map(JSON.string) ?? .null,
+                "createdAt": .int(Int(token.createdAt.milliseconds)),
+                "expiresAt": token.expiresAt.map { .int(Int($0.milliseconds)) } ?? .null,
+            ]
+        case .endedToken(let ended, let forgetAt):
+            return [
+                "ended": .string(ended.reason), "secretHash": ended.secretHash.map(JSON.string) ?? .null,
+                "forgetAt": .int(Int(forgetAt)),
             ]
         case .lastEventID(let lastID):
             return ["lastEventId": .int(lastID)]

@@ -11,6 +11,8 @@ public enum EntityKind: String, Sendable, CaseIterable {
     case idempotency
     /// A query (section 12); its members are evaluated again when it is restored.
     case query
+    /// A scoped token (section 13), live or ended (kept a day for its 401's reason).
+    case token
 }
 
 /// What a durable store owes its data directory: the commands applied since the last commit

@@ -71,6 +71,8 @@ public struct JournalBatch: Sendable {
         case queue(NotificationQueue)
         case idempotency(IdempotencyTable.Entry)
         case query(QueryRegistration, definition: JSONObject)
+        case token(StoredToken)
+        case endedToken(EndedToken, forgetAt: Int64)
     }
 
     /// A checkpoint: every entity changed since the last one, and the counters, as of `position`.

@@ -30,7 +30,7 @@ extension StoreState {
             .class: graph.classes.keys.sorted(), .object: graph.objects.keys.sorted(), .observer: observerIDs,
             .registration: registrations.ids, .subscription: center.ids, .lastEventID: observerIDs,
             .queue: center.queue.entries.isEmpty ? [] : ["queue"], .idempotency: idempotency.keys,
-            .query: queries.ids,
+            .query: queries.ids, .token: tokens.ids,
         ]
         for kind in EntityKind.allCases {
             for id in ids[kind] ?? [] { entities.append((kind, id, entity(kind, id))) }
@@ -57,6 +57,12 @@ extension StoreState {
         case .queue: .queue(center.queue)
         case .idempotency: idempotency.entries[id].map { .idempotency($0) }
         case .query: queries[id].map { .query($0, definition: queries.shape(of: $0).definition.json) }
+        case .token:
+            if let token = tokens[id] {
+                .token(token)
+            } else {
+                tokens.ended[id].map { .endedToken($0, forgetAt: tokens.forgetAt(id) ?? 0) }
+            }
         }
     }
 
@@ -68,6 +74,7 @@ extension StoreState {
         for row in image.rows { byKind[row.kind, default: []].append(try StoredDocument(row)) }
         for document in byKind[.class] ?? [] { try restoreClass(document) }
         for document in byKind[.object] ?? [] { try restoreObject(document) }
+        for document in byKind[.token] ?? [] { try restoreToken(document) }
         for document in byKind[.observer] ?? [] {
             try restoreObserver(document, at: time)
             if image.exact { try restoreStreams(document) }
@@ -157,18 +164,44 @@ extension StoreState {
             ? try document.string("tokenHash") : TokenHash.of(try document.string("token"))
         let lastEventID = try document.int("lastEventId")
         let replay = try document.int("replay")
-        observers.insert(
-            ObserverRecord(
-                id: id, name: try document.string("name"), tokenHash: tokenHash, lease: try document.int("lease"),
-                retainObserved: try document.bool("retainObserved"),
-                client: document.members["client"] == nil ? nil : try document.optionalString("client"),
-                createdAt: try document.timestamp("createdAt"),
-                log: reusableLog(id)
-                    ?? EventLog(
-                        label: id, capacity: replay, maxBytes: limits.maxReplayBytes,
-                        lastID: lastEventID, gated: journal.enabled),
-                lastEventID: lastEventID),
-            at: time)
+        var record = ObserverRecord(
+            id: id, name: try document.string("name"), tokenHash: tokenHash, lease: try document.int("lease"),
+            retainObserved: try document.bool("retainObserved"),
+            client: document.members["client"] == nil ? nil : try document.optionalString("client"),
+            createdAt: try document.timestamp("createdAt"),
+            log: reusableLog(id)
+                ?? EventLog(
+                    label: id, capacity: replay, maxBytes: limits.maxReplayBytes,
+                    lastID: lastEventID, gated: journal.enabled),
+            lastEventID: lastEventID)
+        // Data directories from before scoped tokens have no `access`.
+        if let stored = document.members["access"], stored != .null {
+            guard var access = Access(json: stored) else { throw document.failure("unreadable access") }
+            // A stored token's observers read with its scopes as they are now.
+            if access.kind == .token, let token = tokens[access.tokenID] { access.grant = token.access.grant }
+            record.access = access
+        }
+        observers.insert(record, at: time)
+    }
+
+    private mutating func restoreToken(_ document: StoredDocument) throws(PersistenceError) {
+        let id = document.row.id
+        if document.members["ended"] != nil {
+            let ended = EndedToken(
+                reason: try document.string("ended"), secretHash: try document.optionalString("secretHash"))
+            tokens.restoreEnded(id, ended, forgetAt: Int64(try document.int("forgetAt")))
+            return
+        }
+        let scopes = try document.value("scopes")
+        let grant = try document.checked { () throws(CoreError) in try AccessGrant(parsing: scopes) }
+        let expiresAt: Timestamp? = try document.value("expiresAt") == .null ? nil : try document.timestamp("expiresAt")
+        tokens.insert(
+            StoredToken(
+                id: id, name: try document.string("name"), secretHash: try document.string("secretHash"),
+                access: Access(
+                    tokenID: id, kind: .token, grant: grant, client: try document.optionalString("client"),
+                    expiresAt: nil),
+                createdAt: try document.timestamp("createdAt"), expiresAt: expiresAt))
     }
 
     /// The streams cluster nodes hold and the exact lease deadline (exact checkpoints).
@@ -324,9 +357,10 @@ extension StoreState {
         let observerID = try document.string("observer")
         guard observers[observerID] != nil else { throw document.failure("its observer \(observerID) is not stored") }
         let members = try document.object("definition")
-        let definition = try document.checked { () throws(CoreError) in
+        let parsed = try document.checked { () throws(CoreError) in
             try QueryDefinition(members, checker: graph.checker, stored: true) { graph.classes[$0] != nil }
         }
+        let definition = restricted(parsed, to: observers[observerID]?.reader)
         let names = try document.strings("options")
         let options = try document.checked { () throws(CoreError) in try ObservationOptions(names: names) }
         let context = try document.value("context")

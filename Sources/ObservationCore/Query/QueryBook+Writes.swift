@@ -120,7 +120,9 @@ extension QueryBook {
         var touched = kept.count != shape.window.count
         var entering: [WindowMember] = []
         for id in subjects {
-            let was = before.values(of: id, in: graph).map(definition.matches) ?? false
+            let was =
+                definition.isVisible(id, objectClass: definition.className)
+                && (before.values(of: id, in: graph).map(definition.matches) ?? false)
             let member = definition.evaluate(id, in: graph).member
             shape.total += (member == nil ? 0 : 1) - (was ? 1 : 0)
             guard let member else { continue }

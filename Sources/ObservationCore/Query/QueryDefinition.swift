@@ -12,8 +12,12 @@ struct QueryDefinition: Sendable {
     let select: [KeyPath]
     /// The definition as clients see it (`class`, `where`, `orderBy`, `limit`, `select`), normalized.
     let json: JSONObject
-    /// `json`'s text with keys in a fixed order: equal for equal definitions.
-    let canonical: String
+    /// `json`'s text with keys in a fixed order, then the reader's filter: equal for equal
+    /// definitions read by readers who may read the same objects.
+    private(set) var canonical: String
+    /// What its reader may read (section 13): other objects are not members, and read as
+    /// `null` along references. Nil: everything.
+    private(set) var filter: ReadFilter?
     /// The conditions in the order an object is tested: those on one key of its own first.
     let evaluationOrder: [QueryCondition]
 
@@ -79,6 +83,26 @@ struct QueryDefinition: Sendable {
             "select": .array(select.map { .string($0.description) }),
         ]
         canonical = String(decoding: JSON.object(json).canonicalText, as: UTF8.self)
+    }
+
+    /// The definition as a reader with `filter` sees it. No filter when the reader may read
+    /// every object of the class and the definition reads nothing beyond its own scalar keys.
+    func restricted(to filter: ReadFilter?, schema: ClassSchema?) -> QueryDefinition {
+        var restricted = self
+        restricted.canonical = String(decoding: JSON.object(json).canonicalText, as: UTF8.self)
+        restricted.filter = nil
+        guard let filter else { return restricted }
+        if let className, filter.readsAll(ofClass: className), QueryShape.isDirect(self, schema: schema) {
+            return restricted
+        }
+        restricted.filter = filter
+        restricted.canonical += "\n" + filter.key
+        return restricted
+    }
+
+    /// Whether the reader may read object `id` of class `objectClass` (it is not a member otherwise).
+    func isVisible(_ id: String, objectClass: String?) -> Bool {
+        filter?.mayRead(ObjectIdentity(id: id, className: objectClass)) ?? true
     }
 
     /// Every key path the definition reads, conditions first (each once).

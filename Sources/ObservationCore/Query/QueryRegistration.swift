@@ -3,7 +3,7 @@
 struct QueryRegistration: Sendable {
     let id: String
     let observerID: String
-    let shape: Int
+    var shape: Int
     /// `initial`, `new`, `old`.
     let options: ObservationOptions
     let context: JSON?

@@ -130,10 +130,13 @@ struct SubjectReader {
     let values: JSONObject
     let object: StoredObject
     let schema: ClassSchema?
+    /// What the reader may read: other objects along references read as `null`.
+    let filter: ReadFilter?
     var places: Set<ObjectPath> = []
 
     /// `values`: the object's stored values to read (its values before a write, for a direct shape).
-    init(graph: ObjectGraph, object: StoredObject, values: JSONObject? = nil) {
+    init(graph: ObjectGraph, object: StoredObject, values: JSONObject? = nil, filter: ReadFilter? = nil) {
+        self.filter = filter
         self.graph = graph
         self.object = object
         self.values = values ?? object.values
@@ -147,10 +150,10 @@ struct SubjectReader {
             let value = values[key] ?? .null
             guard let target = value.referencedID else { return value }
             places.insert(ObjectPath(objectID: target, keys: []))  // a dangling reference reads as null
-            return graph.objects[target] == nil ? .null : value
+            return graph.isVisible(target, to: filter) ? value : .null
         }
         let trace = DependencyTrace()
-        let value = (try? graph.read(path, of: object.id, trace: trace)) ?? .null
+        let value = (try? graph.read(path, of: object.id, trace: trace, filter: filter)) ?? .null
         places.formUnion(trace.paths)
         return value
     }
@@ -160,10 +163,12 @@ extension QueryDefinition {
     /// `id`'s membership: its place and selected values when it matches (nil when it does not,
     /// or is gone), and the places read beyond its own stored keys.
     func evaluate(_ id: String, in graph: ObjectGraph) -> (member: QueryShape.Member?, places: Set<ObjectPath>) {
-        guard let object = graph.objects[id], className == nil || object.className == className else {
+        guard let object = graph.objects[id], className == nil || object.className == className,
+            filter?.mayRead(graph.identity(of: object)) ?? true
+        else {
             return (nil, [])
         }
-        var reader = SubjectReader(graph: graph, object: object)
+        var reader = SubjectReader(graph: graph, object: object, filter: filter)
         // Conditions on one key of its own first: an object they refuse reads nothing elsewhere
         // (and is tracked nowhere).
         for condition in evaluationOrder where !condition.holds(for: reader.read(condition.path)) {

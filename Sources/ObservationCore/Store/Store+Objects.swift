@@ -33,13 +33,22 @@ extension Store {
         }
     }
 
-    /// Objects in id order, `limit` at a time, after the cursor `after`.
-    public func objects(className: String?, limit: Int, after cursor: String?) throws(CoreError) -> ObjectPage {
-        try read { state throws(CoreError) in try state.listObjects(className: className, limit: limit, after: cursor) }
+    /// Objects in id order, `limit` at a time, after the cursor `after`; only those `reader`
+    /// may read (section 13: the others are not there, for pages and cursors alike).
+    public func objects(className: String?, limit: Int, after cursor: String?, reader: ReadFilter? = nil)
+        throws(CoreError) -> ObjectPage
+    {
+        try read { state throws(CoreError) in
+            try state.listObjects(className: className, limit: limit, after: cursor, reader: reader)
+        }
     }
 
-    public func object(_ id: String) throws(CoreError) -> ObjectSnapshot {
-        try read { state throws(CoreError) in state.snapshot(try state.graph.existingObject(id)) }
+    /// One object as `reader` may see it: 403 for one it may not read, or for a missing one it
+    /// could never read (so that refusals tell nothing of what exists).
+    public func object(_ id: String, reader: ReadFilter? = nil) throws(CoreError) -> ObjectSnapshot {
+        try read { state throws(CoreError) in
+            state.snapshot(try state.readableObject(id, reader), filter: reader)
+        }
     }
 
     /// Sets several keys atomically under one revision; returns it.
@@ -55,12 +64,14 @@ extension Store {
     }
 
     /// `valueForKeyPath:`; also returns the object's revision.
-    public func value(of id: String, at keyPath: String) throws(CoreError) -> (value: JSON, revision: Int) {
+    public func value(of id: String, at keyPath: String, reader: ReadFilter? = nil) throws(CoreError) -> (
+        value: JSON, revision: Int
+    ) {
         let path = try KeyPath(keyPath)
         return try read { state throws(CoreError) in
-            let object = try state.graph.existingObject(id)
+            let object = try state.readableObject(id, reader)
             try state.graph.checker.check(path, from: object.className)
-            return (try state.graph.read(path, of: id), object.revision)
+            return (try state.graph.read(path, of: id, filter: reader), object.revision)
         }
     }
 

@@ -22,9 +22,16 @@ extension Store {
         return CreatedObserver(observer: snapshot, token: token)
     }
 
-    /// Every observer, in creation order.
-    public func observers() -> [ObserverSnapshot] {
-        state.withLock { state in state.observers.all.map { state.observerSnapshot($0.id, withRegistrations: false) } }
+    /// Every observer, in creation order; or those token `tokenID` made.
+    public func observers(madeBy tokenID: String? = nil) -> [ObserverSnapshot] {
+        state.withLock { state in
+            guard let tokenID else {
+                return state.observers.all.map { state.observerSnapshot($0.id, withRegistrations: false) }
+            }
+            return state.observers.made(by: tokenID).compactMap { state.observers[$0] }
+                .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+                .map { state.observerSnapshot($0.id, withRegistrations: false) }
+        }
     }
 
     /// One observer, with its registrations.
@@ -133,7 +140,9 @@ extension Store {
                             var record = ChangeRecord(revision: state.revision)
                             record.flag = .initial
                             record.new =
-                                (try? state.graph.read(registration.keyPath, of: registration.objectID)) ?? .null
+                                (try? state.graph.read(
+                                    registration.keyPath, of: registration.objectID, filter: registration.reader))
+                                ?? .null
                             return Event(id: 0, name: "change", data: ChangeRecord.encode(registration, record: record))
                         }
                     ))

@@ -42,8 +42,9 @@ extension Store {
     }
 
     /// `POST /v1/query`: the objects a definition selects now, without registering anything.
-    public func answerQuery(_ definition: JSON) throws(CoreError) -> QueryAnswer {
-        try read { state throws(CoreError) in try state.answerQuery(definition) }
+    /// `reader`: what the caller may read (section 13; nil: everything).
+    public func answerQuery(_ definition: JSON, reader: ReadFilter? = nil) throws(CoreError) -> QueryAnswer {
+        try read { state throws(CoreError) in try state.answerQuery(definition, filter: reader) }
     }
 
     /// How many queries are registered (`/v1/stats`, `/metrics`).

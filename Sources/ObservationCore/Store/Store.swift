@@ -104,6 +104,12 @@ public final class Store: Sendable {
         outbox.timer.withLock { $0 = TimerHook(call: handler) }
     }
 
+    /// Calls `handler` with the tokens that ended (revoked or expired) once their commands'
+    /// events are in the logs (section 13: the streams opened with them end).
+    public func onTokensEnded(_ handler: @escaping @Sendable ([(id: String, reason: String)]) -> Void) {
+        outbox.revocation.withLock { $0 = RevocationHook(call: handler) }
+    }
+
     /// Reads under the lock.
     func read<T>(_ body: (inout StoreState) throws(CoreError) -> T) throws(CoreError) -> T {
         try state.withLock { state throws(CoreError) in try body(&state) }

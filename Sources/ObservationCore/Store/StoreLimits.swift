@@ -7,6 +7,8 @@ public struct StoreLimits: Sendable {
     public var maxStreams: Int
     /// Queries over all observers (`--max-queries`, section 12).
     public var maxQueries: Int
+    /// Stored scoped tokens (`--max-tokens`, section 13).
+    public var maxTokens: Int
     /// Events the admin stream keeps for resuming.
     public var adminReplay: Int
     /// Bytes an observer's replay buffer holds at most (`--max-replay-bytes`).
@@ -26,8 +28,9 @@ public struct StoreLimits: Sendable {
         maxStreams: Int = 10_000, adminReplay: Int = 10_000, maxReplayBytes: Int = 4 << 20,
         maxAdminReplayBytes: Int = 64 << 20, maxQueuedNotifications: Int = 10_000,
         maxQueuedNotificationBytes: Int = 16 << 20, maxIdempotencyKeys: Int = 100_000,
-        maxIdempotencyBytes: Int = 64 << 20, maxQueries: Int = 10_000
+        maxIdempotencyBytes: Int = 64 << 20, maxQueries: Int = 10_000, maxTokens: Int = 100_000
     ) {
+        self.maxTokens = maxTokens
         self.maxQueries = maxQueries
         self.maxIdempotencyBytes = maxIdempotencyBytes
         self.maxIdempotencyKeys = maxIdempotencyKeys
@@ -50,6 +53,7 @@ public struct StoreLimits: Sendable {
         unlimited.maxRegistrationsPerObserver = .max
         unlimited.maxStreams = .max
         unlimited.maxQueries = .max
+        unlimited.maxTokens = .max
         unlimited.maxQueuedNotifications = .max
         unlimited.maxQueuedNotificationBytes = .max
         return unlimited

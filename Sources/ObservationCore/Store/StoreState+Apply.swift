@@ -15,10 +15,11 @@ extension StoreState {
         by = command.by
         defer { by = nil }
         let result = Result { () throws(CoreError) in
-            guard let claim = command.idempotency else { return try perform(command.action, at: time) }
+            let access = try authorize(command.action, command.principal, at: time)
+            guard let claim = command.idempotency else { return try perform(command.action, access, at: time) }
             // A journaled command was a first application: its replay decides nothing anew.
             if !replaying, let kept = try keptAnswer(claim, at: time) { return kept }
-            let outcome = try perform(command.action, at: time)
+            let outcome = try perform(command.action, access, at: time)
             keep(outcome, for: claim, at: time)
             return outcome
         }
@@ -38,7 +39,10 @@ extension StoreState {
         return (result, effects)
     }
 
-    private mutating func perform(_ action: Command.Action, at time: Timestamp) throws(CoreError) -> Outcome {
+    /// `access`: what the command's principal may do, as `authorize` decided (nil: everything).
+    private mutating func perform(_ action: Command.Action, _ access: Access?, at time: Timestamp) throws(CoreError)
+        -> Outcome
+    {
         switch action {
         case .defineClass(let name, let definition):
             let (snapshot, created) = try defineClass(name, definition: definition)
@@ -62,7 +66,8 @@ extension StoreState {
         case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client):
             let settings = ObserverSettings(
                 name: name, lease: lease, retainObserved: retainObserved, replay: replay, client: client)
-            return .observerCreated(try createObserver(id: id, tokenHash: tokenHash, settings: settings, at: time))
+            return .observerCreated(
+                try createObserver(id: id, tokenHash: tokenHash, settings: settings, access: access, at: time))
         case .deleteObserver(let observer):
             return .removed(revision: try removeObserver(observer, reason: "deleted"))
         case .keepalive(let observer):
@@ -119,6 +124,17 @@ extension StoreState {
             observers.restart(at: time)
             effects.timerMustLook = true
             return .done
+        case .createToken(let id, let secretHash, let name, let scopes, let ttl, let client):
+            return .token(
+                try createToken(
+                    id: id, secretHash: secretHash, name: name, scopes: scopes, ttl: ttl, client: client, at: time),
+                created: true)
+        case .changeToken(let id, let scopes, let ttl):
+            return .token(try changeToken(id, scopes: scopes, ttl: ttl, at: time), created: false)
+        case .revokeToken(let id):
+            return .removed(revision: try revokeToken(id, at: time))
+        case .expireTokens:
+            return .expired(expireTokens(at: time))
         }
     }
 }

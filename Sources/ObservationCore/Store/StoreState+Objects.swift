@@ -43,10 +43,41 @@ extension StoreState {
         return created
     }
 
-    func listObjects(className: String?, limit: Int, after cursor: String?) throws(CoreError) -> ObjectPage {
-        let page = try graph.page(className: className, limit: limit, after: cursor)
-        let snapshots = page.ids.compactMap { graph.objects[$0].map { snapshot($0) } }  // retainedBy included
-        return ObjectPage(objects: snapshots, next: page.more ? page.ids.last : nil)
+    func listObjects(className: String?, limit: Int, after cursor: String?, reader: ReadFilter? = nil)
+        throws(CoreError) -> ObjectPage
+    {
+        guard let reader else {
+            let page = try graph.page(className: className, limit: limit, after: cursor)
+            let snapshots = page.ids.compactMap { graph.objects[$0].map { snapshot($0) } }  // retainedBy included
+            return ObjectPage(objects: snapshots, next: page.more ? page.ids.last : nil)
+        }
+        // Readable objects only: pages of ids are read until `limit` of them are found (or none
+        // is left), and the cursor is the last one answered: it never names an unreadable one.
+        var snapshots: [ObjectSnapshot] = []
+        var position = cursor
+        while true {
+            let page = try graph.page(className: className, limit: max(limit, 64), after: position)
+            for id in page.ids {
+                guard let object = graph.objects[id], reader.mayRead(graph.identity(of: object)) else { continue }
+                if snapshots.count == limit { return ObjectPage(objects: snapshots, next: snapshots.last?.id) }
+                snapshots.append(snapshot(object, filter: reader))
+            }
+            guard page.more, let last = page.ids.last else { return ObjectPage(objects: snapshots, next: nil) }
+            position = last
+        }
+    }
+
+    /// Object `id` if `reader` may read it; 404 when it is missing and could be readable, 403 otherwise.
+    func readableObject(_ id: String, _ reader: ReadFilter?) throws(CoreError) -> StoredObject {
+        guard let reader else { return try graph.existingObject(id) }
+        guard let object = graph.objects[id] else {
+            if reader.mightRead(id: id) { throw CoreError.notFound("object", id) }
+            throw Self.forbidden("this token may not read object '\(id)'")
+        }
+        guard reader.mayRead(graph.identity(of: object)) else {
+            throw Self.forbidden("this token may not read object '\(id)'")
+        }
+        return object
     }
 
     /// Deletes an object (section 6.4), or, while an observer retains it, marks it

@@ -2,7 +2,7 @@
 
 extension StoreState {
     mutating func createObserver(
-        id: String, tokenHash: String, settings: ObserverSettings, at time: Timestamp
+        id: String, tokenHash: String, settings: ObserverSettings, access: Access? = nil, at time: Timestamp
     ) throws(CoreError) -> ObserverSnapshot {
         if let name = settings.name { try Names.checkID(name, "observer name") }
         if let client = settings.client { try Names.checkID(client, "client name") }
@@ -18,15 +18,17 @@ extension StoreState {
                 details: ["limit": .int(limits.maxObservers)])
         }
         let id = Self.freshID(id) { observers[$0] != nil }
-        observers.insert(
-            ObserverRecord(
-                id: id, name: settings.name ?? id, tokenHash: tokenHash, lease: settings.lease,
-                retainObserved: settings.retainObserved, client: settings.client, createdAt: time,
-                log: reusableLog(id)
-                    ?? EventLog(
-                        label: id, capacity: settings.replay, maxBytes: limits.maxReplayBytes, gated: journal.enabled),
-                lastEventID: 0),
-            at: time)
+        var record = ObserverRecord(
+            id: id, name: settings.name ?? id, tokenHash: tokenHash, lease: settings.lease,
+            retainObserved: settings.retainObserved, client: settings.client, createdAt: time,
+            log: reusableLog(id)
+                ?? EventLog(
+                    label: id, capacity: settings.replay, maxBytes: limits.maxReplayBytes, gated: journal.enabled),
+            lastEventID: 0)
+        record.access = access
+        // A scoped token's writes carry its client (section 13); its observers skip that echo.
+        if record.client == nil, let client = access?.client { record.client = client }
+        observers.insert(record, at: time)
         journal.mark(.observer, id)
         effects.timerMustLook = true
         let revision = nextRevision()
@@ -37,7 +39,7 @@ extension StoreState {
 
     func observerSnapshot(_ id: String, withRegistrations: Bool) -> ObserverSnapshot {
         guard let observer = observers[id] else { preconditionFailure("no observer \(id)") }
-        return ObserverSnapshot(
+        var snapshot = ObserverSnapshot(
             id: observer.id, name: observer.name, lease: observer.lease, retainObserved: observer.retainObserved,
             replay: observer.log.capacity, createdAt: observer.createdAt, streams: observer.streams,
             expiresAt: observer.expiresAt, observations: registrations.count(of: id),
@@ -47,6 +49,8 @@ extension StoreState {
             registrations: withRegistrations ? registrations.owned(by: id).map(\.snapshot) : [],
             subscriptionList: withRegistrations ? center.owned(by: id).map(\.snapshot) : [],
             queryList: withRegistrations ? queries.owned(by: id).map { querySnapshot($0) } : [])
+        snapshot.tokenID = observer.access?.tokenID
+        return snapshot
     }
 
     /// Removes an observer and everything it owns (unobserveAll), as `DELETE` or lease expiry.
@@ -111,6 +115,6 @@ extension ObserverSnapshot {
             "dropped": .int(dropped), "lease": .int(lease), "retainObserved": .bool(retainObserved),
             "replay": .int(replay), "createdAt": .string(createdAt.rfc3339),
         ]
-        return members.adding("client", client.map(JSON.string))
+        return members.adding("client", client.map(JSON.string)).adding("tokenId", tokenID.map(JSON.string))
     }
 }

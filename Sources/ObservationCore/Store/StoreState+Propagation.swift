@@ -149,8 +149,11 @@ extension StoreState {
         registration.derivedPolicy = graph.checker.finalProperty(of: registration.keyPath, from: className).flatMap {
             $0.computed == nil ? nil : $0.notify
         }
+        if unbound.reader == nil { registration.reader = observers[registration.observerID]?.reader }
         let trace = DependencyTrace()
-        let value = (try? graph.read(registration.keyPath, of: registration.objectID, trace: trace)) ?? .null
+        let value =
+            (try? graph.read(registration.keyPath, of: registration.objectID, trace: trace, filter: registration.reader))
+            ?? .null
         registration.value = value
         registration.notifiedValue = value
         registration.dependencies = trace.paths
@@ -172,8 +175,10 @@ extension StoreState {
             registration.value = value
             return value
         }
-        let evaluation = cache.evaluation(of: registration.keyPath, on: registration.objectID) {
-            evaluate(registration.keyPath, of: registration.objectID, in: graph)
+        let evaluation = cache.evaluation(
+            of: registration.keyPath, on: registration.objectID, reader: registration.reader
+        ) {
+            evaluate(registration.keyPath, of: registration.objectID, in: graph, filter: registration.reader)
         }
         dependents.rebind(&registration, to: evaluation.paths)
         registration.location = evaluation.location
@@ -211,9 +216,11 @@ extension StoreState {
     }
 
     /// Reads `keyPath` of `objectID`: its value and the places it read.
-    private static func evaluate(_ keyPath: KeyPath, of objectID: String, in graph: ObjectGraph) -> Evaluation {
+    private static func evaluate(_ keyPath: KeyPath, of objectID: String, in graph: ObjectGraph, filter: ReadFilter?)
+        -> Evaluation
+    {
         let trace = DependencyTrace()
-        let value = (try? graph.read(keyPath, of: objectID, trace: trace)) ?? .null
+        let value = (try? graph.read(keyPath, of: objectID, trace: trace, filter: filter)) ?? .null
         return Evaluation(value: value, paths: trace.paths, location: trace.valueLocation)
     }
 
@@ -237,15 +244,19 @@ private struct EvaluationCache {
     private struct Key: Hashable {
         let objectID: String
         let keyPath: String
+        /// What the reader may read (`ReadFilter.key`; empty: everything).
+        let reader: String
     }
 
     private var known: [Key: Evaluation]?
 
     init(enabled: Bool) { known = enabled ? [:] : nil }
 
-    mutating func evaluation(of keyPath: KeyPath, on objectID: String, read: () -> Evaluation) -> Evaluation {
+    mutating func evaluation(
+        of keyPath: KeyPath, on objectID: String, reader: ReadFilter?, read: () -> Evaluation
+    ) -> Evaluation {
         guard known != nil else { return read() }
-        let key = Key(objectID: objectID, keyPath: keyPath.description)
+        let key = Key(objectID: objectID, keyPath: keyPath.description, reader: reader?.key ?? "")
         if let evaluation = known?[key] { return evaluation }
         let evaluation = read()
         known?[key] = evaluation

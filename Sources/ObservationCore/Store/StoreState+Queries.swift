@@ -22,8 +22,9 @@ extension StoreState {
                 details: ["field": "options"])
         }
         try Self.checkThrottle(throttle, options: options)
-        _ = try observers.existing(observerID)
-        let parsed = try QueryDefinition(members, checker: graph.checker) { graph.classes[$0] != nil }
+        let observer = try observers.existing(observerID)
+        let parsed = restricted(
+            try QueryDefinition(members, checker: graph.checker) { graph.classes[$0] != nil }, to: observer.reader)
         if let existing = queries.registered(QueryTarget(parsed, options), by: observerID) {
             return QueryResult(query: querySnapshot(existing), deduplicated: true, revision: nil)
         }
@@ -99,13 +100,22 @@ extension StoreState {
         return snapshot
     }
 
+    /// `definition` as a reader with `filter` sees it (section 13).
+    func restricted(_ definition: QueryDefinition, to filter: ReadFilter?) -> QueryDefinition {
+        definition.restricted(to: filter, schema: definition.className.flatMap { graph.classes[$0]?.schema })
+    }
+
     /// `POST /v1/query`: the window of `definition` now, read from the shape that evaluates it
-    /// when a query does (unless `fresh`: the tests' oracle), else evaluated over the objects of its class.
-    func answerQuery(_ definition: JSON, fresh: Bool = false) throws(CoreError) -> QueryAnswer {
+    /// when a query does (unless `fresh`: the tests' oracle), else evaluated over the objects of
+    /// its class; as `filter` lets its reader see it (section 13).
+    func answerQuery(_ definition: JSON, filter: ReadFilter? = nil, fresh: Bool = false) throws(CoreError)
+        -> QueryAnswer
+    {
         guard case .object(let members) = definition else {
             throw CoreError(.invalidRequest, "a query's definition is a JSON object")
         }
-        let parsed = try QueryDefinition(members, checker: graph.checker) { graph.classes[$0] != nil }
+        let parsed = restricted(
+            try QueryDefinition(members, checker: graph.checker) { graph.classes[$0] != nil }, to: filter)
         var shape: QueryShape
         if !fresh, let existing = queries.shape(for: parsed) {
             shape = existing
@@ -263,4 +273,27 @@ struct QueryProbe {
     let objectID: String
     let className: String?
     let old: [(key: String, value: JSON)]
+}
+
+// MARK: - Scopes that changed
+
+extension StoreState {
+    /// Moves a query to the evaluation its observer's new reader sees (its token's scopes
+    /// changed), with one record of the difference between the windows.
+    mutating func refilterQuery(_ query: QueryRegistration, reader: ReadFilter?) {
+        let old = queries.shape(of: query)
+        let definition = restricted(old.definition, to: reader)
+        guard definition.canonical != old.definition.canonical else { return }
+        queries.remove(query.id)
+        var moved = query
+        moved.shape = queries.shapeNumber(for: definition, in: graph)
+        queries.insert(moved, definition: definition)
+        journal.mark(.query, query.id)
+        guard let shape = queries.shapes[moved.shape] else { return }
+        let diff = QueryDiff.between(old.window, shape.window, total: shape.total)
+        guard !diff.isEmpty || shape.total != old.total else { return }
+        let tail = diff.encodedTail(
+            revision: revision, options: moved.options.intersection([.old, .new]), select: definition.select, by: by)
+        emit("query", moved.record(tail: tail), to: moved.observerID)
+    }
 }

@@ -8,6 +8,7 @@
 /// | `queries` (`QueryBook`) | queries, the evaluations they share, and the indexes a write finds them by |
 /// | `observers` (`ObserverTable`) | observers, token hashes, leases, stream counts, event ids |
 /// | `center` (`NotificationCenter`) | subscriptions, their tables, the posting queue |
+/// | `tokens` (`TokenTable`) | scoped tokens, their secrets' hashes and expiries, tokens that ended |
 /// | here | the revision, the clock, the admin stream's ids, the journal, the effects of the command being applied |
 ///
 /// The operations (`StoreState+…`) are short transactions over these parts: they validate
@@ -23,6 +24,7 @@ struct StoreState: Sendable {
     var queries = QueryBook()
     var observers = ObserverTable()
     var center: NotificationCenter
+    var tokens = TokenTable()
     var limits: StoreLimits
 
     /// The global revision: the last one a successful change took.
@@ -80,8 +82,8 @@ struct StoreState: Sendable {
     }
 
     /// A snapshot of an object, with the observers that retain it.
-    func snapshot(_ object: StoredObject) -> ObjectSnapshot {
-        graph.snapshot(object, retainedBy: retainers(of: object.id))
+    func snapshot(_ object: StoredObject, filter: ReadFilter? = nil) -> ObjectSnapshot {
+        graph.snapshot(object, retainedBy: retainers(of: object.id), filter: filter)
     }
 
     /// An id for something new: `candidate` (from the command), or, in the unlikely case it is

@@ -1,0 +1,36 @@
+import ObservationCore
+
+extension ServiceAPI {
+    /// Section 13: scoped tokens, the admin token's to make, change and revoke (`RouteAccess`).
+    func registerTokens(in router: inout RouterBuilder) {
+        router.on(.post, "/v1/tokens") { request, parameters in
+            let body = try jsonBody(request, allowed: ["name", "scopes", "ttl", "client"])
+            let secret = Command.newScopedSecret()
+            return try execute(
+                request, parameters.caller,
+                .createToken(
+                    id: Command.newID("tok_"), secretHash: TokenHash.of(secret), name: try body.string("name"),
+                    scopes: try body.required("scopes"), ttl: try body.int("ttl"), client: try body.string("client")),
+                // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer).
+                answerMembers: ["token": .string(secret)])
+        }
+        router.on(.get, "/v1/tokens") { _, _ in
+            .json(["tokens": .array(store.tokens().map { .object($0.json) })])
+        }
+        router.on(.get, "/v1/tokens/{id}") { _, parameters in
+            .json(.object(try store.token(parameters["id"]).json))
+        }
+        router.on(.patch, "/v1/tokens/{id}") { request, parameters in
+            let body = try jsonBody(request, allowed: ["scopes", "ttl"])
+            if let ttl = body["ttl"], ttl != .null, case .double = ttl {
+                throw CoreError(.invalidRequest, "ttl must be whole seconds", details: ["field": "ttl"])
+            }
+            return try execute(
+                request, parameters.caller, .changeToken(id: parameters["id"], scopes: body["scopes"], ttl: body["ttl"])
+            )
+        }
+        router.on(.delete, "/v1/tokens/{id}") { request, parameters in
+            try execute(request, parameters.caller, .revokeToken(id: parameters["id"]))
+        }
+    }
+}

@@ -1,0 +1,55 @@
+/// An id or notification-name pattern of a scope (section 13): `*` matches any run of
+/// characters (none included); every other character matches itself.
+public struct Glob: Sendable, Hashable {
+    /// The pattern as the client wrote it.
+    public let pattern: String
+    /// The literal pieces between the stars, and whether it starts and ends with one.
+    private let pieces: [[UInt8]]
+    private let anchoredStart: Bool
+    private let anchoredEnd: Bool
+
+    /// `allowed`: whether a character (not `*`) may appear (the id alphabet, or a notification
+    /// name's); nil when `pattern` is empty, too long or holds one that may not.
+    init?(_ pattern: String, maxLength: Int, allowed: (Unicode.Scalar) -> Bool) {
+        guard (1...maxLength).contains(pattern.unicodeScalars.count),
+            pattern.unicodeScalars.allSatisfy({ $0 == "*" || allowed($0) })
+        else { return nil }
+        self.pattern = pattern
+        let bytes = Array(pattern.utf8)
+        anchoredStart = bytes.first != UInt8(ascii: "*")
+        anchoredEnd = bytes.last != UInt8(ascii: "*")
+        pieces = bytes.split(separator: UInt8(ascii: "*"), omittingEmptySubsequences: true).map(Array.init)
+    }
+
+    /// Whether `text` matches: the pieces in order, the first at the start and the last at the
+    /// end unless a star stands there. Leftmost matching of each piece is enough (a star
+    /// between two pieces absorbs whatever lies between them), so this is linear in practice.
+    public func matches(_ text: String) -> Bool {
+        var utf8 = Array(text.utf8)[...]
+        if pieces.isEmpty { return !anchoredStart ? true : utf8.isEmpty }
+        var remaining = pieces[...]
+        if anchoredStart {
+            guard utf8.starts(with: remaining.first!) else { return false }
+            utf8 = utf8.dropFirst(remaining.first!.count)
+            remaining = remaining.dropFirst()
+            if remaining.isEmpty { return anchoredEnd ? utf8.isEmpty : true }
+        }
+        let last = anchoredEnd ? remaining.popLast() : nil
+        for piece in remaining {
+            guard let range = Self.firstRange(of: piece, in: utf8) else { return false }
+            utf8 = utf8[range.upperBound...]
+        }
+        guard let last else { return true }
+        return utf8.count >= last.count && utf8.suffix(last.count).elementsEqual(last)
+    }
+
+    private static func firstRange(of piece: [UInt8], in text: ArraySlice<UInt8>) -> Range<Int>? {
+        guard piece.count <= text.count else { return nil }
+        var start = text.startIndex
+        while start + piece.count <= text.endIndex {
+            if text[start..<(start + piece.count)].elementsEqual(piece) { return start..<(start + piece.count) }
+            start += 1
+        }
+        return nil
+    }
+}
