@@ -90,7 +90,17 @@ struct ClusterCheckpointTests {
     @Test("a replica loaded from a checkpoint answers and emits exactly like the original", arguments: [7, 1234])
     func loadedReplicaContinuesExactly(seed: UInt64) throws {
         var generator = CommandGenerator(seed: seed)
-        let commands = generator.commands(3_000)
+        // On a cluster every stream is held by a node: a checkpoint keeps holders, not a single
+        // server's own stream count.
+        let commands = generator.commands(3_000).map { command in
+            switch command.action {
+            case .openStream(let observer, nil):
+                Command(time: command.time, .openStream(observer: observer, holder: "n0#1"), by: command.by)
+            case .closeStream(let observer, nil):
+                Command(time: command.time, .closeStream(observer: observer, holder: "n0#1"), by: command.by)
+            default: command
+            }
+        }
         let original = Store()
         _ = run(commands[..<1_500], on: original)
         let checkpoint = original.fullCheckpoint(position: 1_500)

@@ -15,12 +15,16 @@ struct CommandGenerator {
     private(set) var registrations: [String] = []
     private(set) var subscriptions: [String] = []
     private(set) var queries: [String] = []
+    private(set) var tokens: [String] = []
+    /// The opening is the admin's; commands after it are sometimes a token's.
+    private var opened = false
 
     init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
     /// `count` commands after a fixed opening (the classes and a first population).
     mutating func commands(_ count: Int) -> [Command] {
         var commands = opening()
+        opened = true
         while commands.count < count { commands.append(next()) }
         return commands
     }
@@ -86,7 +90,7 @@ struct CommandGenerator {
     }
 
     private mutating func next() -> Command {
-        switch pick(0..<106) {
+        switch pick(0..<112) {
         case 0..<22: return stamp(setValue())
         case 22..<28:
             let values: JSONObject = ["name": .string(word()), "age": .int(pick(0..<90))]
@@ -123,6 +127,15 @@ struct CommandGenerator {
         case 100..<104: return stamp(query())
         case 104..<106:
             return stamp(.unquery(observer: observer(), query: element(queries) ?? "qry_none"))
+        case 106..<108: return stamp(createToken())
+        case 108..<109:
+            return stamp(
+                .changeToken(
+                    id: element(tokens) ?? "tok_none", scopes: chance(0.5) ? Self.scopes(pick(0..<3)) : nil,
+                    ttl: chance(0.5) ? .int(pick(1..<30)) : (chance(0.3) ? .null : nil)))
+        case 109..<110:
+            return stamp(.revokeToken(id: chance(0.8) ? element(tokens) ?? "tok_none" : "jti\(pick(0..<3))"))
+        case 110..<112: return stamp(.expireTokens)
         default:
             return stamp(
                 .setValue(object: plainObject(), keyPath: "nested.a.b", value: .int(pick(0..<5)), ifRevision: nil))
@@ -181,6 +194,45 @@ struct CommandGenerator {
         if chance(0.5) { values["boss"] = .reference(person()) }
         if !conflict { people.append(id) }
         return .createObject(id: id, className: "Person", values: values, generatedID: "obj_unused")
+    }
+
+    /// Scopes of three shapes: some people by id, every person, and objects by id alone.
+    static func scopes(_ kind: Int) -> JSON {
+        switch kind {
+        case 0: [["allow": ["read", "observe", "write", "create"], "class": "Person", "ids": "p1*"]]
+        case 1:
+            [
+                ["allow": ["read", "observe", "write", "create", "delete", "subscribe"], "class": "Person"],
+                ["allow": ["post"], "names": "Pi*"],
+            ]
+        default: [["allow": ["read", "observe", "delete"], "ids": "*0"]]
+        }
+    }
+
+    private mutating func createToken() -> Command.Action {
+        serial += 1
+        let id = "tok_\(serial)"
+        tokens.append(id)
+        return .createToken(
+            id: id, secretHash: "secret\(serial)", name: nil,
+            scopes: chance(0.05) ? [["allow": ["read"]]] : Self.scopes(pick(0..<3)),
+            ttl: chance(0.5) ? pick(1..<20) : nil, client: chance(0.3) ? "tab1" : nil)
+    }
+
+    /// Who makes a client's command: mostly the admin; else a token, a JWT or an observer's token.
+    private mutating func principal(_ action: Command.Action) -> Principal? {
+        guard opened, action.isClientWrite else { return nil }
+        switch pick(0..<30) {
+        case 0: return .token(element(tokens) ?? "tok_none")
+        case 1:
+            let grant = try! AccessGrant(parsing: Self.scopes(pick(0..<3)))
+            return .jwt(
+                Access(
+                    tokenID: "jti\(pick(0..<3))", kind: .jwt, grant: grant, client: nil,
+                    expiresAt: Timestamp(milliseconds: time + Int64(pick(-2000..<20_000)))))
+        case 2: return .observer(observer())
+        default: return nil
+        }
     }
 
     private mutating func createObserver() -> Command.Action {
@@ -314,7 +366,7 @@ struct CommandGenerator {
                 answerMembers: chance(0.2) ? ["token": "t"] : [:]) : nil
         return Command(
             time: Timestamp(milliseconds: time), action, by: chance(0.4) ? element(["tab0", "tab1"]) : nil,
-            idempotency: claim)
+            idempotency: claim, principal: principal(action))
     }
 
     private mutating func pick(_ range: Range<Int>) -> Int { Int.random(in: range, using: &random) }

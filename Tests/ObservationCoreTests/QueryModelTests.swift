@@ -48,6 +48,18 @@ struct QueryModelTests {
         #expect(world.recordsApplied > 200, "only \(world.recordsApplied) records")
     }
 
+    /// Section 13: the observer's token reads some orders and two customers; the others are
+    /// never members, and references to them read as `null` in conditions, order and select.
+    @Test("the same for an observer made by a scoped token", arguments: [5, 6])
+    func scopedModel(seed: UInt64) throws {
+        var world = try World(seed: seed, scopes: Self.scopes)
+        for _ in 0..<400 {
+            world.step()
+            try world.check()
+        }
+        #expect(world.recordsApplied > 100, "only \(world.recordsApplied) records")
+    }
+
     @Test("the same definition registered twice by one observer is deduplicated, by two is shared")
     func sharing() throws {
         let store = Store()
@@ -188,6 +200,13 @@ struct QueryModelTests {
     }
 }
 
+extension QueryModelTests {
+    static let scopes: JSON = [
+        ["allow": ["read", "observe"], "class": "Order", "ids": "o1*"],
+        ["allow": ["read"], "class": "Customer", "ids": "c1"], ["allow": ["read"], "ids": "c3"],
+    ]
+}
+
 /// The records of `query` events in a log, as text.
 func queryRecords(_ log: EventLog) -> [String] {
     guard case .events(let events) = log.read(after: 0, limit: 100_000) else { return [] }
@@ -200,6 +219,8 @@ private struct World {
     let store = Store()
     let observer: String
     let log: EventLog
+    /// What the observer's token may read (nil: the admin made it).
+    let reader: ReadFilter?
     var cursor = 0
     var queries: [(id: String, definition: JSON)] = []
     var windows: [String: (members: [(id: String, values: JSONObject)], total: Int)] = [:]
@@ -208,7 +229,7 @@ private struct World {
     var recordsApplied = 0
     let customers = ["c0", "c1", "c2", "c3", "c4", "c5"]
 
-    init(seed: UInt64) throws {
+    init(seed: UInt64, scopes: JSON? = nil) throws {
         random = SeededGenerator(seed: seed)
         _ = try store.defineClass(
             "Customer", definition: ["properties": ["name": ["type": "string"], "country": ["type": "string"]]])
@@ -224,7 +245,21 @@ private struct World {
         for id in customers {
             _ = try store.createObject(id: id, className: "Customer", values: Self.customer(&random))
         }
-        observer = try store.createObserver(ObserverSettings(replay: 100_000)).observer.id
+        if let scopes {
+            let token = try store.createToken(scopes: scopes, secret: "model-secret")
+            let made = try store.execute(
+                Command(
+                    time: .now(),
+                    .createObserver(
+                        id: "obs_model", tokenHash: "h", name: nil, lease: 600, retainObserved: false, replay: 100_000),
+                    principal: .token(token.id)))
+            guard case .observerCreated(let snapshot) = made else { throw CoreError(.conflict, "no observer") }
+            observer = snapshot.id
+            reader = store.state.withLock { $0.observers[snapshot.id]?.reader }
+        } else {
+            observer = try store.createObserver(ObserverSettings(replay: 100_000)).observer.id
+            reader = nil
+        }
         log = try store.eventLog(of: observer)
         for _ in 0..<30 { try createOrder() }
         for definition in QueryModelTests.definitions {
@@ -234,6 +269,9 @@ private struct World {
         }
         let direct = store.state.withLock { $0.queries.shapes.values.filter { $0.traced == nil }.count }
         #expect(direct == 4, "the direct shapes are kept without their members")
+        if scopes != nil {
+            #expect(store.state.withLock { $0.queries.shapes.values.allSatisfy { $0.definition.filter != nil } })
+        }
         try check()
     }
 
@@ -316,8 +354,8 @@ private struct World {
         }
         for (id, definition) in queries {
             // Evaluated from scratch: the oracle for the shared, incrementally kept window.
-            let answer = try store.state.withLock { state throws(CoreError) in
-                try state.answerQuery(definition, fresh: true)
+            let answer = try store.state.withLock { [reader] state throws(CoreError) in
+                try state.answerQuery(definition, filter: reader, fresh: true)
             }
             let window = windows[id]!
             #expect(window.members.map(\.id) == answer.objects.map(\.id), "query \(id) ids")

@@ -4,7 +4,7 @@ public enum Principal: Sendable, Hashable {
     /// A stored scoped token, by id (its scopes are the state's, as of the command).
     case token(String)
     /// A verified JWT: its scopes travel in the command (the server never stored them).
-    case jwt(Access)
+    indirect case jwt(Access)
     /// An observer's own token (section 9), by observer id: as much as the token that made
     /// the observer, and never beyond that observer.
     case observer(String)
