@@ -14,7 +14,7 @@ IMAGE      ?= obs-server
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries soak callgrind clean help
+.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -151,7 +151,7 @@ PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port}
 test-bench-smoke: deps-bench deps-cluster
 	python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
-bench: deps-bench release bench-peers bench-cluster bench-queries
+bench: deps-bench release bench-peers bench-cluster bench-queries bench-scoped
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
 	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)" --extra build/bench-posting.md \
@@ -168,6 +168,13 @@ build/obsclient: bench/obsclient.c
 bench-queries: deps-bench release build/obsclient
 	python3 bench/queries.py --binary .build/release/obs-server --client build/obsclient \
 	  --out build/bench-queries.md --into BENCHMARKS.md
+
+## Scoped access (issue 36; bench/scoped.py): W1 with a scoped token against the admin token, and W2
+## with every observer made by a scoped token against admin-made ones, alternating in one run. Puts
+## its section "Scoped access (issue 36)" into BENCHMARKS.md. About 10 minutes.
+bench-scoped: deps-bench release build/obsclient
+	python3 bench/scoped.py --binary .build/release/obs-server --client build/obsclient \
+	  --out build/bench-scoped.md --into BENCHMARKS.md
 
 ## The cluster on one machine (docs/CLUSTER.md): CPU per node with the streams split over 1 and 2
 ## nodes, a kill -9 failover (gaps, duplicates, time to resume), and the shared W1-W3 on one --cluster

@@ -81,17 +81,19 @@ http {{
 class Cluster:
     """PostgreSQL, `size` nodes (n1, n2, …) and the balancer."""
 
-    def __init__(self, size=3, node_args=()):
+    def __init__(self, size=3, node_args=(), token=None):
         self.postgres = Postgres(free_port()).start()
         self.node_args = list(node_args)
+        self.token = token
         self.nodes = [self.node(f"n{index + 1}") for index in range(size)]
         for node in self.nodes:
             node.start(timeout=30)
         self.balancer = LoadBalancer(self.nodes).start()
+        self.balancer.token = token
 
     def node(self, name):
         return ServerProcess("--cluster", self.postgres.url, "--node-id", name, "--heartbeat-interval", "1",
-                             *self.node_args)
+                             *self.node_args, token=self.token)
 
     def restart(self, index):
         """Starts node `index` again on its port, as the same node id."""

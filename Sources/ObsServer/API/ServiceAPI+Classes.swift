@@ -2,8 +2,8 @@ import ObservationCore
 
 extension ServiceAPI {
     func registerClasses(in router: inout RouterBuilder) {
-        router.on(.get, "/v1/classes") { _, _ in
-            let classes: [JSON] = store.classes().map { .object($0.json) }
+        router.on(.get, "/v1/classes") { _, parameters in
+            let classes: [JSON] = store.classes(reader: parameters.caller.reader).map { .object($0.json) }
             return .json(["classes": .array(classes)])
         }
         router.on(.put, "/v1/classes/{name}") { request, parameters in
@@ -12,7 +12,7 @@ extension ServiceAPI {
                 request, parameters.caller, .defineClass(name: parameters["name"], definition: .object(body.members)))
         }
         router.on(.get, "/v1/classes/{name}") { _, parameters in
-            .json(.object(try store.classInfo(parameters["name"]).json))
+            .json(.object(try store.classInfo(parameters["name"], reader: parameters.caller.reader).json))
         }
         router.on(.delete, "/v1/classes/{name}") { request, parameters in
             try execute(request, parameters.caller, .deleteClass(name: parameters["name"]))

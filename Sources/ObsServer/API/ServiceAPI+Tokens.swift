@@ -22,9 +22,6 @@ extension ServiceAPI {
         }
         router.on(.patch, "/v1/tokens/{id}") { request, parameters in
             let body = try jsonBody(request, allowed: ["scopes", "ttl"])
-            if let ttl = body["ttl"], ttl != .null, case .double = ttl {
-                throw CoreError(.invalidRequest, "ttl must be whole seconds", details: ["field": "ttl"])
-            }
             return try execute(
                 request, parameters.caller, .changeToken(id: parameters["id"], scopes: body["scopes"], ttl: body["ttl"])
             )

@@ -16,6 +16,7 @@ struct Authenticator: Sendable {
     private let serviceToken: [UInt8]?
     private let store: Store
     private let jwt: JWTVerifier?
+    private let hashes = SecretHashes()
 
     init(token: String?, store: Store, jwt: JWTVerifier? = nil) {
         serviceToken = token.map { Array($0.utf8) }
@@ -29,9 +30,9 @@ struct Authenticator: Sendable {
         guard let given = presentedToken(request) else {
             return serviceToken == nil ? .success(.admin) : .failure(.unauthorized)
         }
-        if let serviceToken, Self.constantTimeEqual(Array(given.utf8), serviceToken) { return .success(.admin) }
+        if let serviceToken, Self.constantTimeEqual(given, serviceToken) { return .success(.admin) }
         if let jwt, JWTVerifier.looksLikeJWT(given) { return verified(given, with: jwt) }
-        switch store.lookUpCredential(secretHash: TokenHash.of(given), at: .now()) {
+        switch store.lookUpCredential(secretHash: hashes.hash(of: given), at: .now()) {
         case .observer(let id, let access, let reader):
             // Without `--token`, observer tokens are not checked (section 9): the admin's.
             if serviceToken == nil, access == nil { return .success(.admin) }
@@ -61,7 +62,7 @@ struct Authenticator: Sendable {
         } catch {
             return .failure(Self.unauthorized("the JWT's obs.scopes: \(error.message)", reason: "scopes"))
         }
-        // A JWT without `jti` is named by its signature: it can only expire.
+        // A JWT without `jti` is named by its hash (its observers show it as `tokenId`; revocable by it).
         let id = claims.id ?? "jwt:" + String(TokenHash.of(token).prefix(32))
         if let reason = store.endReason(ofToken: id) { return .failure(Self.ended(reason)) }
         let access = Access(
@@ -93,12 +94,16 @@ struct Authenticator: Sendable {
         return segments.first != "v1" && segments != ["metrics"]
     }
 
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(a.count == b.count ? 0 : 1)
-        for index in 0..<max(a.count, b.count) {
-            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0xFF)
+    /// Whether `given` is `expected`, in a time that does not depend on where they first differ.
+    static func constantTimeEqual(_ given: String, _ expected: [UInt8]) -> Bool {
+        var given = given
+        return given.withUTF8 { a in
+            var difference = UInt8(a.count == expected.count ? 0 : 1)
+            for index in 0..<max(a.count, expected.count) {
+                difference |= (index < a.count ? a[index] : 0) ^ (index < expected.count ? expected[index] : 0xFF)
+            }
+            return difference == 0
         }
-        return difference == 0
     }
 }
 
@@ -109,5 +114,24 @@ extension HTTPRequest {
             && (segments == ["v1", "events"]
                 || (segments.count == 4 && segments[0] == "v1" && segments[1] == "observers"
                     && segments[3] == "events"))
+    }
+}
+
+/// The SHA-256 of the secrets presented lately: a client presents the same secret on every
+/// request, and hashing it each time was a third of a scoped PUT's instructions (callgrind,
+/// BENCHMARKS.md). Only the hash is cached, never a verdict: every request is still looked up
+/// in the state (a revocation holds at once). At most `capacity` entries; full, it starts over.
+final class SecretHashes: Sendable {
+    private let known = Locked<[String: String]>([:])
+    static let capacity = 4096
+
+    func hash(of secret: String) -> String {
+        if let hash = known.withLock({ $0[secret] }) { return hash }
+        let hash = TokenHash.of(secret)
+        known.withLock { known in
+            if known.count >= Self.capacity { known.removeAll(keepingCapacity: true) }
+            known[secret] = hash
+        }
+        return hash
     }
 }

@@ -43,9 +43,17 @@ extension ObjectGraph {
         }
     }
 
-    func classSnapshot(_ name: String) -> ClassSnapshot? {
+    /// `reader`: its count is of the objects it may read (section 13), counted one by one.
+    func classSnapshot(_ name: String, reader: ReadFilter? = nil) -> ClassSnapshot? {
         classes[name].map {
-            ClassSnapshot(schema: $0.schema, revision: $0.revision, objectCount: objectIDsByClass[name]?.count ?? 0)
+            let ids = objectIDsByClass[name] ?? SortedIDs()
+            var count = ids.count
+            if let reader {
+                count = ids.page(after: nil, limit: .max).ids.count { id in
+                    objects[id].map { reader.mayRead(identity(of: $0)) } ?? false
+                }
+            }
+            return ClassSnapshot(schema: $0.schema, revision: $0.revision, objectCount: count)
         }
     }
 }

@@ -8,12 +8,15 @@ extension Store {
         }
     }
 
-    public func classes() -> [ClassSnapshot] {
-        state.withLock { state in state.graph.classes.keys.sorted().compactMap { state.graph.classSnapshot($0) } }
+    /// Every class; `reader`: object counts of what it may read.
+    public func classes(reader: ReadFilter? = nil) -> [ClassSnapshot] {
+        state.withLock { state in
+            state.graph.classes.keys.sorted().compactMap { state.graph.classSnapshot($0, reader: reader) }
+        }
     }
 
-    public func classInfo(_ name: String) throws(CoreError) -> ClassSnapshot {
-        guard let snapshot = state.withLock({ $0.graph.classSnapshot(name) }) else {
+    public func classInfo(_ name: String, reader: ReadFilter? = nil) throws(CoreError) -> ClassSnapshot {
+        guard let snapshot = state.withLock({ $0.graph.classSnapshot(name, reader: reader) }) else {
             throw CoreError.notFound("class", name)
         }
         return snapshot

@@ -26,7 +26,8 @@ extension StoreState {
         case .setValue(let object, let keyPath, _, _), .mutate(let object, let keyPath, _, _, _, _):
             try check(.write, on: object, for: access)
             // A key path through references writes another object: that one is decided too.
-            if access != nil, let root = graph.objects[object], let path = try? KeyPath(keyPath),
+            if access != nil, keyPath.utf8.contains(UInt8(ascii: ".")), let root = graph.objects[object],
+                let path = try? KeyPath(keyPath),
                 let target = try? graph.writeTarget(path, from: root), target.objectID != object
             {
                 try check(.write, on: target.objectID, for: access)

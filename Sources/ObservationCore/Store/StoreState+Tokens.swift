@@ -56,12 +56,15 @@ extension StoreState {
         -> TokenSnapshot
     {
         guard tokens[id] != nil else { throw CoreError.notFound("token", id) }
+        guard scopes != nil || ttl != nil else { return tokenSnapshot(id)! }  // nothing to change: no revision
         let grant = try scopes.map { (json) throws(CoreError) in try AccessGrant(parsing: json) }
         var expiry: Timestamp?? = .none
         switch ttl {
         case nil: break
         case .null?: expiry = .some(nil)
         case .int(let seconds)?: expiry = .some(try Self.expiry(seconds, from: time))
+        case .double(let seconds)? where seconds.rounded() == seconds && abs(seconds) < 1e9:
+            expiry = .some(try Self.expiry(Int(seconds), from: time))
         case let other?:
             throw CoreError(
                 .invalidRequest, "ttl must be seconds or null, not \(other.typeName)", details: ["field": "ttl"])
@@ -166,9 +169,15 @@ extension StoreState {
 
     static func forbidden(_ message: String) -> CoreError { CoreError(.forbidden, message) }
 
-    /// Refuses `action` on object `id` unless `access` allows it (nil allows everything).
+    /// Refuses `action` on object `id` unless `access` allows it (nil allows everything). A
+    /// missing object is refused too when no scope could match its id (so a refusal never tells
+    /// whether an id outside the scopes exists); else the action answers 404 itself.
     func check(_ action: AccessAction, on id: String, for access: Access?) throws(CoreError) {
-        guard let access, let object = graph.objects[id] else { return }
+        guard let access else { return }
+        guard let object = graph.objects[id] else {
+            if access.mightAllow(action, id: id) { return }
+            throw Self.forbidden("this token may not \(action.rawValue) object '\(id)'")
+        }
         guard access.allows(action, graph.identity(of: object)) else {
             throw Self.forbidden("this token may not \(action.rawValue) object '\(id)'")
         }

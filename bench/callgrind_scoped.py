@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Instructions per W1 PUT with the admin token and with a scoped token, under callgrind (issue 36).
+
+A fresh server per count (valgrind --tool=callgrind --instr-atstart=no, one worker thread) with
+`--token`: 1,000 objects of class Item; then 2,000 PUTs of `name` round the objects, one connection,
+one at a time, presenting the admin token or a scoped token of two scopes (bench/scoped.py's W1),
+counted (`callgrind_control -i on/off` around them) and divided by 2,000. --keep leaves each
+callgrind.out for callgrind_annotate.
+
+  python3 bench/callgrind_scoped.py --binary .build/release/obs-server [--kinds admin,scoped]
+"""
+import argparse
+import http.client
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import callgrind  # noqa: E402  (its instrumentation switch, stop and count)
+import scoped  # noqa: E402  (the same token and scopes as W1)
+
+PORT = 18498
+PUTS = 2000
+
+
+def call(c, method, path, body, token):
+    c.request(method, path, body=json.dumps(body),
+              headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    r = c.getresponse()
+    data = r.read()
+    if r.status >= 300:
+        raise SystemExit(f"{method} {path}: {r.status} {data[:200]!r}")
+    return json.loads(data) if data else {}
+
+
+def count(binary, kind, keep):
+    tmp = Path(tempfile.mkdtemp(prefix="obs-callgrind-scoped-"))
+    out, log = tmp / "callgrind.out", tmp / "server.log"
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", binary,
+           "--host", "127.0.0.1", "--port", str(PORT), "--threads", "1", "--log-level", "warning",
+           "--token", scoped.ADMIN]
+    with open(log, "wb") as f:
+        server = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 120
+        while True:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
+                c.request("GET", "/healthz")
+                c.getresponse().read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > end:
+                    raise SystemExit(f"server did not start: see {log}")
+                time.sleep(0.5)
+        c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+        call(c, "PUT", "/v1/classes/Item", {"properties": {"name": {"type": "any"}}}, scoped.ADMIN)
+        for i in range(1000):
+            call(c, "POST", "/v1/objects", {"id": f"o{i}", "class": "Item", "values": {"name": None}}, scoped.ADMIN)
+        token = scoped.ADMIN if kind == "admin" else call(
+            c, "POST", "/v1/tokens", {"scopes": scoped.W1_SCOPES}, scoped.ADMIN)["token"]
+        call(c, "PUT", "/v1/objects/o0/values/name", {"value": None}, token)
+        callgrind.control(server.pid, "on")
+        for i in range(PUTS):
+            call(c, "PUT", f"/v1/objects/o{i % 1000}/values/name", {"value": {"name": f"name-{i}", "seq": i}}, token)
+        callgrind.control(server.pid, "off")
+        c.close()
+    finally:
+        callgrind.stop(server)
+    return callgrind.instructions(out, tmp, keep) / PUTS
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", default=".build/release/obs-server")
+    ap.add_argument("--kinds", default="admin,scoped")
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    work = Path(tempfile.mkdtemp(prefix="obs-callgrind-bin-"))
+    binary = work / "obs-server"  # valgrind 3.19 and Swift's DWARF 5: a copy without debug sections
+    subprocess.run(["objcopy", "--strip-debug", args.binary, str(binary)], check=True, timeout=120)
+    try:
+        for kind in args.kinds.split(","):
+            print(f"{kind}: {count(str(binary), kind, args.keep):,.0f} instructions per PUT", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
