@@ -1,6 +1,6 @@
 """The README's curl walk-through, run top to bottom exactly as written, against a fresh server.
 
-Every request must succeed (2xx) except the one the README shows failing, and every output the
+Every request must succeed (2xx) except the ones the README shows failing, and every output the
 README quotes in a comment (`# {...}`, `# data: …`, `# → …`) must appear in what the commands
 printed ("…" and "..." stand for text the README leaves out).
 """
@@ -49,6 +49,10 @@ def test_the_readme_walk_through_runs_as_written(server_factory, tmp_path):
     assert not others, f"the walk-through printed errors: {others}"
     assert len(statuses) >= 25, result.stderr
     failed = [(code, method, url) for code, method, url in statuses if not code.startswith("2")]
-    assert failed == [("400", "GET", f"localhost:{server.port}/v1/objects/rnd/values/boss.nmae")], failed
+    assert failed == [
+        ("400", "GET", f"localhost:{server.port}/v1/objects/rnd/values/boss.nmae"),
+        ("403", "GET", f"localhost:{server.port}/v1/objects/grace"),  # outside the scoped token's scopes
+        ("401", "GET", f"localhost:{server.port}/v1/objects/alan"),  # the token, revoked
+    ], failed
     missing = [fragment for fragment in quoted_outputs(blocks) if fragment not in result.stdout]
     assert not missing, f"outputs the README quotes but the commands did not print: {missing}"
