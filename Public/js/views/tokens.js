@@ -59,16 +59,17 @@ export class TokensView {
         " ",
         el("button", { type: "button", class: "danger", "aria-label": `Revoke ${label}`, onclick: () => this.revoke(token.id, status) }, "Revoke"),
         status));
-    return { row, cells, token };
+    return { row, cells, token: null };
   }
 
   fill(entry, token, observers) {
-    entry.token = token;
     const { cells } = entry;
+    setText(cells.observers, String(observers));
+    if (entry.token === token) return this.showExpiry(entry); // unchanged: a selection in its cells stays
+    entry.token = token;
     const client = token.client ? [el("div", { class: "hint" }, `client ${token.client}`)] : [];
     cells.name.replaceChildren(el("strong", {}, token.name ?? "—"), el("div", { class: "mono hint" }, token.id), ...client);
     cells.scopes.replaceChildren(el("ul", { class: "values" }, token.scopes.map((scope) => el("li", {}, scopeSummary(scope)))));
-    setText(cells.observers, String(observers));
     this.showExpiry(entry);
   }
 
