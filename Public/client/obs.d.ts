@@ -1,4 +1,4 @@
-// Types for /client/obs.js, ObsServer's JavaScript client (the contract: API.md, sections 4–9 and 12).
+// Types for /client/obs.js, ObsServer's JavaScript client (the contract: API.md, sections 4–9, 12 and 13).
 
 import type { QueryMember, QueryRecord, QueryWindow } from "./query-window.js";
 export type { QueryMember, QueryRecord, QueryWindow };
@@ -7,6 +7,16 @@ export type JSONValue = null | boolean | number | string | JSONValue[] | { [key:
 
 /** A random string of `length` characters of the id alphabet. */
 export function randomID(length?: number): string;
+
+/** A JWT's `exp` in ms since the epoch, read without verifying it; null for a token that is no JWT. */
+export function jwtExpiry(token: string | null | undefined): number | null;
+
+/**
+ * The client's token, or a function giving it (or a Promise of it). A function is called when no token
+ * is held, again shortly before a JWT's `exp` (30 s before, or at 80% of a short one's life), after a
+ * 401 whose `details.reason` is "expired" (the request is retried once), and by `renewToken()`.
+ */
+export type TokenOption = string | null | (() => string | null | undefined | Promise<string | null | undefined>);
 
 /**
  * An answer that was not 2xx (the contract's JSON error), or a request that never got one: status 0,
@@ -26,8 +36,8 @@ export class ObsError extends Error {
 export interface ClientOptions {
   /** The server's URL; "" (default) for the page's own origin. */
   base?: string;
-  /** The service token, or a function that gives the current one. */
-  token?: string | null | (() => string | null | undefined);
+  /** The token (admin, scoped, JWT), or a function that gives it: see TokenOption. */
+  token?: TokenOption;
   /** Sent as `Obs-Client` on every request (default: 16 random characters of the id alphabet). */
   name?: string;
   /** Retries after a network error or a 503 (default 3). Writes are retried with the same Idempotency-Key. */
@@ -139,8 +149,20 @@ export interface StreamOptions {
   onSynced?(info: { lastEventId: number; revision: number }): void;
   onProgress?(info: { revision: number }): void;
   onState?(state: StreamState): void;
-  /** The stream was refused for good (400, 401, 403, 404, 410) and is closed. */
+  /**
+   * Its token ended (contract 13: `event: revoked`, or a 401 "revoked"/"expired"): the stream is
+   * closed, does not reconnect, and `onError` follows. A stream on the client's token function whose
+   * token expired first resumes with a new one; this is called only if that fails too.
+   */
+  onRevoked?(info: RevokedInfo): void;
+  /** The stream was refused for good (400, 401, 403, 404, 410, or its token ended) and is closed. */
   onError?(error: ObsError): void;
+}
+
+/** Why a stream's token ended: `token` is the token's id (null when a 401 said so). */
+export interface RevokedInfo {
+  reason: "revoked" | "expired";
+  token: string | null;
 }
 
 /** A consumer inside the client (live queries) that a stream tells before its handlers. */
@@ -239,10 +261,18 @@ export class LiveQuery {
 }
 
 export class Observer {
-  constructor(client: ObsClient, info: { id: string; token?: string | null });
+  /** `ownToken: false`: requests and streams send the client's token, not the observer's. */
+  constructor(client: ObsClient, info: { id: string; token?: string | null }, options?: { ownToken?: boolean });
   readonly client: ObsClient;
   readonly id: string;
+  /** The observer's own token (section 9), as the server gave it. */
   readonly token: string | null;
+  /**
+   * The token its requests and streams send; null: the client's. Observers a client with a token
+   * function creates use the client's, which is renewed (the observer token dies with the token that
+   * made the observer); a new token must then have the same id (a JWT's `jti`) to go on using them.
+   */
+  readonly bearer: string | null;
   /** What the server answered at creation. */
   readonly info: Record<string, JSONValue>;
   request(method: string, path: string, body?: unknown): Promise<any>;
@@ -268,11 +298,21 @@ export class Observer {
 export class ObsClient {
   constructor(options?: ClientOptions);
   base: string;
-  token: string | null | (() => string | null | undefined);
+  /** The token option as given; setting it drops the token a former function gave. */
+  token: TokenOption;
   name: string;
   retries: number;
   timeoutMs: number;
   fetch: typeof fetch;
+  /** The admin's scoped tokens (contract 13). */
+  readonly tokens: Tokens;
+  /** Whether the token comes from a function, which can give a new one. */
+  readonly renewsToken: boolean;
+  /** The client's token to send now (a function is asked when it has given none yet). */
+  bearer(): Promise<string | null>;
+  /** Asks the token function again; with `stale`, a newer token held already is the answer. */
+  renewToken(stale?: string | null): Promise<string | null>;
+  /** The headers of a request: `token`, or the client's token as held now. */
   headers(token?: string | null): Record<string, string>;
   /** One request: the answer's JSON (null for 204), or a rejected ObsError. */
   request(method: string, path: string, body?: unknown, options?: { token?: string | null }): Promise<any>;
@@ -292,4 +332,42 @@ export class ObsClient {
   createObserver(options?: ObserverOptions): Promise<Observer>;
   observer(id: string, token?: string | null): Observer;
   adminStream(options?: StreamOptions): EventStream;
+}
+
+/** One scope of a scoped token (contract 13): the actions it allows on what it matches. */
+export interface TokenScope {
+  allow: ("read" | "observe" | "write" | "create" | "delete" | "post" | "subscribe")[];
+  /** The object's class (exact). */
+  class?: string;
+  /** The object id; `*` matches any run of characters. */
+  ids?: string;
+  /** Objects owned by observers made with this token (section 14). */
+  owned?: true;
+  /** Notification names; `*` as for ids. */
+  names?: string;
+}
+
+/** A scoped token as the server shows it (never its secret). */
+export interface TokenInfo {
+  id: string;
+  name: string | null;
+  scopes: TokenScope[];
+  expiresAt: string | null;
+  client: string | null;
+  createdAt: string;
+  /** How many observers it made that still exist. */
+  observers: number;
+}
+
+/** `client.tokens`: the admin's scoped tokens. */
+export class Tokens {
+  constructor(client: ObsClient);
+  /** `POST /v1/tokens`: the new token with its secret `token`, which is never shown again. */
+  create(body: { name?: string; scopes: TokenScope[]; ttl?: number; client?: string }): Promise<TokenInfo & { token: string }>;
+  list(): Promise<TokenInfo[]>;
+  get(id: string): Promise<TokenInfo>;
+  /** `PATCH`: the ttl counts from now; null: it never expires. Open streams go on. */
+  change(id: string, changes: { scopes?: TokenScope[]; ttl?: number | null }): Promise<TokenInfo>;
+  /** `DELETE`: revoked (a JWT's jti too); its streams end with `revoked`. */
+  revoke(id: string): Promise<null>;
 }

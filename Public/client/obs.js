@@ -1,6 +1,6 @@
 // ObsServer's JavaScript client: ES modules, no build step, no dependency but its own files
 // (./http.js errors and retries, ./stream.js EventStream, ./query.js live queries,
-// ./query-window.js and ./wire.js pure formats).
+// ./query-window.js and ./wire.js pure formats, ./token.js the token a function gives).
 //
 //   import { ObsClient } from "/client/obs.js";
 //   const obs = new ObsClient();
@@ -9,6 +9,9 @@
 //   observer.stream({ onChange: (record) => console.log(record.new) });
 //   const open = await observer.query({ class: "Order", where: [["status", "==", "open"]], select: ["total"] });
 //   open.members; // [{id, values: {total}}], kept current from the stream
+//
+// A scoped token (contract 13) may come from a function: `new ObsClient({ token: () => fetchJWT() })`.
+// Its token is held and asked for again before a JWT's exp and after a 401 "expired"; see ./token.js.
 //
 // Writes carry `Obs-Client` and an `Idempotency-Key`, so retrying one after a lost
 // answer is safe (contract 7.3). Streams are read with fetch(), not EventSource, so
@@ -19,9 +22,11 @@
 import { ObsError, backoff, decode, retryAfter, sleep } from "./http.js";
 import { LiveQuery, QueryRouter, queryDefinition, registerQuery } from "./query.js";
 import { EventStream } from "./stream.js";
+import { TokenSource, expiredError } from "./token.js";
 import { segment as encodeSegment } from "./wire.js";
 
 export { EventStream, LiveQuery, ObsError };
+export { jwtExpiry } from "./token.js";
 
 /** 64 characters of the id alphabet: a random byte picks one without bias (byte & 63). */
 const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
@@ -52,7 +57,8 @@ export class ObsClient {
   /**
    * @param {object} [options]
    * @param {string} [options.base]  the server's URL ("" for the page's own origin)
-   * @param {string|(() => string|null)} [options.token]  the service token (or a function giving it)
+   * @param {string|(() => string|null|Promise<string|null>)} [options.token]  the token, or a function giving it:
+   *   called when none is held, before a JWT's exp, and after a 401 "expired" (see ./token.js)
    * @param {string} [options.name]  this client's name, sent as `Obs-Client` (default: random)
    * @param {number} [options.retries]  how often a request is retried after a network error or a 503
    * @param {number} [options.timeoutMs]  how long a request may wait for its answer before it is retried (30000)
@@ -67,12 +73,34 @@ export class ObsClient {
     this.retries = retries;
     this.timeoutMs = timeoutMs;
     this.fetch = (...args) => fetch(...args); // not `this.fetch = fetch`: window.fetch refuses another `this`
+    /** The admin's scoped tokens (contract 13). */
+    this.tokens = new Tokens(this);
   }
 
-  /** The headers every request and stream carries; `token` overrides the client's own. */
+  /** The token option, as given. Setting it drops the token a former function gave. */
+  get token() { return this.source.option; }
+
+  set token(value) {
+    this.source?.stop();
+    this.source = new TokenSource(value);
+  }
+
+  /** Whether the token comes from a function, which can give a new one. */
+  get renewsToken() { return this.source.renewable; }
+
+  /** The client's token to send now (a function is asked when it has given none yet). */
+  bearer() { return this.source.current(); }
+
+  /**
+   * Asks the token function again (e.g. after a sign-in); with `stale`, the token found expired, a
+   * newer one held already is the answer. Resolves to the token.
+   */
+  renewToken(stale) { return this.source.renew(stale); }
+
+  /** The headers every request and stream carries; `token` overrides the client's own (as held now). */
   headers(token) {
     const headers = { Accept: "application/json", "Obs-Client": this.name };
-    const bearer = token ?? (typeof this.token === "function" ? this.token() : this.token);
+    const bearer = token ?? this.source.held;
     if (bearer) headers.Authorization = `Bearer ${bearer}`;
     return headers;
   }
@@ -81,12 +109,28 @@ export class ObsClient {
    * One request; resolves to the answer's JSON (null for 204), rejects with an ObsError.
    * A write gets a fresh `Idempotency-Key`, kept across its retries, so retrying never
    * applies it twice; network errors and 503 are retried `retries` times (503 after its Retry-After,
-   * at most 30 s).
+   * at most 30 s). A 401 "expired" of the client's token function's token is retried once with a new one.
    */
   async request(method, path, body, { token } = {}) {
-    const headers = this.headers(token);
+    const own = token == null; // the client's token, which a function may renew
+    const key = method !== "GET" && method !== "HEAD" ? randomID(24) : null;
+    const bearer = own ? await this.bearer() : token;
+    try {
+      return await this.send(method, path, body, bearer, key);
+    } catch (error) {
+      if (!own || !this.renewsToken || !expiredError(error)) throw error;
+      // Refused before anything was done: once more with a new token (the same key: still one write).
+      const fresh = await this.renewToken(bearer);
+      if (fresh === bearer) throw error;
+      return this.send(method, path, body, fresh, key);
+    }
+  }
+
+  /** One request with `bearer`, retried after network errors and 503. */
+  async send(method, path, body, bearer, key) {
+    const headers = this.headers(bearer);
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    if (method !== "GET" && method !== "HEAD") headers["Idempotency-Key"] = randomID(24);
+    if (key) headers["Idempotency-Key"] = key;
     const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store" };
     for (let attempt = 0; ; attempt++) {
       let response;
@@ -151,7 +195,9 @@ export class ObsClient {
   async createObserver(options = {}) {
     const body = { ...options };
     if (body.client === true) body.client = this.name;
-    return new Observer(this, await this.request("POST", "/v1/observers", body));
+    // A function's token goes on being renewed, while the observer token dies with the token that made
+    // the observer (13): the observer is then used with the client's token (same token id, e.g. a JWT's jti).
+    return new Observer(this, await this.request("POST", "/v1/observers", body), { ownToken: !this.renewsToken });
   }
 
   /** An Observer for one that exists, e.g. created elsewhere and handed over with its token. */
@@ -161,18 +207,23 @@ export class ObsClient {
   adminStream(options = {}) { return new EventStream(this, "/v1/events", options).open(); }
 }
 
-/** One observer (a KVOController): its registrations and its stream. Requests use its token when known. */
+/**
+ * One observer (a KVOController): its registrations and its stream. Requests use its token when known,
+ * unless the client's token comes from a function (`ownToken: false`): then the client's.
+ */
 export class Observer {
-  constructor(client, info) {
+  constructor(client, info, { ownToken = true } = {}) {
     this.client = client;
     /** What the server answered at creation (`id`, `name`, `token`, `lease`, …). */
     this.info = info;
     this.id = info.id;
     this.token = info.token ?? null;
+    /** The token its requests and streams send (null: the client's). */
+    this.bearer = ownToken ? this.token : null;
     this.path = `/v1/observers/${segment(info.id)}`;
   }
 
-  request(method, path, body) { return this.client.request(method, this.path + path, body, { token: this.token }); }
+  request(method, path, body) { return this.client.request(method, this.path + path, body, { token: this.bearer }); }
 
   /**
    * Observes one key path or several: `options` as in KVO (`new`, `old`, `initial`, `prior`, `skipOwn`),
@@ -220,8 +271,23 @@ export class Observer {
 
   /** Opens the observer's event stream: see EventStream for the options and handlers. */
   stream(options = {}) {
-    const stream = new EventStream(this.client, `${this.path}/events`, { token: this.token, ...options });
+    const stream = new EventStream(this.client, `${this.path}/events`, { token: this.bearer, ...options });
     this.queryRouter.offer(stream); // the first open stream also feeds the live queries
     return stream.open();
   }
+}
+
+/** The admin's scoped tokens (contract 13), as `client.tokens`. Only `create` answers with the secret. */
+export class Tokens {
+  constructor(client) { this.client = client; }
+
+  /** `POST /v1/tokens` `{name?, scopes, ttl?, client?}`: the token with its secret `token` (given once). */
+  create(body) { return this.client.request("POST", "/v1/tokens", body); }
+  /** The tokens that work, in id order (never their secrets). */
+  async list() { return (await this.client.request("GET", "/v1/tokens")).tokens; }
+  async get(id) { return this.client.request("GET", `/v1/tokens/${segment(id)}`); }
+  /** `PATCH`: `{scopes?, ttl?}`; the ttl counts from now, null: it never expires. */
+  async change(id, changes) { return this.client.request("PATCH", `/v1/tokens/${segment(id)}`, changes); }
+  /** `DELETE`: its requests answer 401 and its streams end with `revoked`; a JWT's jti works too. */
+  async revoke(id) { return this.client.request("DELETE", `/v1/tokens/${segment(id)}`); }
 }

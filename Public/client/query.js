@@ -215,7 +215,7 @@ export class LiveQuery {
     let snapshot;
     try {
       snapshot = await this.observer.client.request("POST", "/v1/query", queryDefinition(this.definition),
-        { token: this.observer.token });
+        { token: this.observer.bearer });
     } catch (error) {
       if (mine !== this.generation) return;
       if (FINAL.includes(error.status)) return this.fail(error);

@@ -2,7 +2,8 @@
 // /client/obs.js opens for observers and the admin stream, and the view it keeps of the values
 // that change records tell. Live queries (./query.js) tap a stream for its batches.
 
-import { backoff, decode } from "./http.js";
+import { ObsError, backoff, decode } from "./http.js";
+import { expiredError } from "./token.js";
 import { SSEParser } from "./wire.js";
 
 /**
@@ -13,6 +14,10 @@ import { SSEParser } from "./wire.js";
  *
  * It keeps a view, `"object/keyPath"` → latest value, from the records that carry one; after a
  * `reset` the rebuild records replace it at once.
+ *
+ * When its token ends (contract 13: `event: revoked`, or a 401 "revoked"/"expired") it closes for
+ * good and says so (`onRevoked`, then `onError`), with one exception: a stream on the client's token
+ * function whose token expired resumes once with a new one (a JWT's streams end at its exp).
  */
 export class EventStream {
   /**
@@ -22,7 +27,7 @@ export class EventStream {
    *   default: the oldest event held), `idleTimeoutMs` (45000: silence after which the connection
    *   is taken as dead), `maxRetryMs` (30000), and the handlers: `onBatch(batch)`,
    *   `onEvent(event, data, id)`, `onChange(record, id)`, `onNotification(notification, id)`,
-   *   `onReset(info)`, `onSynced(info)`, `onProgress(info)`, `onState(state)`, `onError(error)`.
+   *   `onReset(info)`, `onSynced(info)`, `onProgress(info)`, `onState(state)`, `onRevoked(info)`, `onError(error)`.
    */
   constructor(client, path, options = {}) {
     const { token = null, commits = true, lastEventId = null, idleTimeoutMs = 45000, maxRetryMs = 30000 } = options;
@@ -38,6 +43,9 @@ export class EventStream {
     this.pending = []; // events of the revision not committed yet
     this.rebuild = null; // records after a `reset`, until `synced`
     this.taps = new Set(); // consumers inside the client (live queries): told before the handlers
+    this.sent = null; // the token the current connection was opened with
+    this.stale = null; // the client's token that expired: the next connection asks for a new one
+    this.ended = null; // `{reason, token}` of a `revoked` being resumed from with a new token
   }
 
   /**
@@ -104,23 +112,32 @@ export class EventStream {
     let wait = null;
     // An answer that does not come is a dead connection too.
     const connecting = setTimeout(() => controller.abort(), this.idleTimeoutMs);
+    const stale = this.stale;
+    this.stale = null;
     try {
-      const headers = { ...this.client.headers(this.token), Accept: "text/event-stream" };
+      const bearer = this.token ?? await (stale ? this.client.renewToken(stale) : this.client.bearer());
+      if (controller !== this.controller) return; // closed meanwhile
+      this.sent = bearer;
+      const headers = { ...this.client.headers(bearer), Accept: "text/event-stream" };
       if (this.lastEventId !== null) headers["Last-Event-ID"] = String(this.lastEventId);
       const url = this.client.base + this.path + (this.commits ? "?commits=1" : "");
       const response = await this.client.fetch(url, { headers, signal: controller.signal, cache: "no-store" });
       clearTimeout(connecting);
       if (!response.ok) await decode(response);
+      this.ended = null;
       await this.read(response.body, controller);
     } catch (error) {
       if (controller !== this.controller) return; // closed meanwhile
-      if ([400, 401, 403, 404, 410].includes(error.status)) {
-        this.close();
-        this.tell("error", error);
-        this.emit("onError", error);
-        return;
+      if (expiredError(error) && this.renews() && !stale) {
+        this.stale = this.sent; // at once, with a new token (only once in a row: `stale` says it was tried)
+        wait = 0;
+      } else if ([400, 401, 403, 404, 410].includes(error.status)) {
+        const reason = error.status === 401 ? error.details?.reason : null;
+        const ended = this.ended ?? (["revoked", "expired"].includes(reason) ? { reason, token: null } : null);
+        return this.fail(error, ended);
+      } else {
+        wait = error.retryAfter;
       }
-      wait = error.retryAfter;
     } finally {
       clearTimeout(connecting);
     }
@@ -129,8 +146,32 @@ export class EventStream {
     this.controller = null;
     this.setState("reconnecting");
     if (this.state === "closed") return; // a handler closed it
-    const delay = Math.max(wait ?? 0, backoff(this.retryMs, this.failures++, this.maxRetryMs));
+    const delay = this.stale ? 0 : Math.max(wait ?? 0, backoff(this.retryMs, this.failures++, this.maxRetryMs));
     this.timer = setTimeout(() => this.connect(), delay);
+  }
+
+  /** Whether this stream sends the client's token and a function can give a new one. */
+  renews() { return this.token === null && this.client.renewsToken; }
+
+  /** Closes the stream for good: taps and `onError` hear `error`; `ended` (its token ended) goes to `onRevoked` first. */
+  fail(error, ended) {
+    this.close();
+    this.ended = null;
+    this.tell("error", error);
+    if (ended) this.emit("onRevoked", ended);
+    this.emit("onError", error);
+  }
+
+  /** `event: revoked` (contract 13): the token ended and the server ends the stream. */
+  revoked(info) {
+    if (info.reason === "expired" && this.renews()) {
+      // A new token may go on where this one stopped; `ended` says why, should it fail.
+      this.ended = info;
+      this.stale = this.sent;
+      this.controller?.abort();
+      return;
+    }
+    this.fail(new ObsError(401, "unauthorized", `the stream's token was ${info.reason}`, info), info);
   }
 
   /** Reads the body event by event; a connection silent for `idleTimeoutMs` (keep-alives included) is dropped. */
@@ -194,6 +235,8 @@ export class EventStream {
       if (this.pending.length) this.deliver({ revision: data.revision, events: this.pending });
     } else if (event === "progress") {
       this.emit("onProgress", data);
+    } else if (event === "revoked") {
+      this.revoked(data);
     } else if (this.rebuild) {
       this.rebuild.push({ event, id, data });
     } else {

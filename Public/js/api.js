@@ -28,6 +28,7 @@ export class Api {
   set token(value) {
     if (value) sessionStorage.setItem(TOKEN_KEY, value);
     else sessionStorage.removeItem(TOKEN_KEY);
+    this.client.renewToken(); // the client holds what its token function gave: it asks again
   }
 
   /** One request; resolves to the decoded JSON (null for 204), rejects with ApiError. */

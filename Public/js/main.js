@@ -17,6 +17,8 @@ import { GraphView } from "./views/graph.js";
 import { ObjectsView } from "./views/objects.js";
 import { ObserversView } from "./views/observers.js";
 import { QueryFormView } from "./views/query-form.js";
+import { TokenFormView } from "./views/token-form.js";
+import { TokensView } from "./views/tokens.js";
 
 const POLL_MS = 1000;
 const WATCH_KEEP = 200;
@@ -40,6 +42,8 @@ const objectsQuery = new ObjectsQuery(api, {
   onStatus: (status) => queryForm.showStatus(status),
 });
 new ObserversView($("observers-body"), model, { onWatch: watch, onDelete: deleteObserver });
+new TokenFormView($("token-create-form"), $("token-secret"), api);
+new TokensView($("tokens-body"), model, api);
 
 let adminStream = null;
 let watched = null; // {id, stream}: the observer whose own stream the page shows
@@ -91,7 +95,7 @@ function tokenProblem(error) {
       : "This server requires a token (401 unauthorized). It is kept for this tab only.";
   }
   if (error.status === 403) {
-    return "403 forbidden: this token belongs to an observer. The dashboard needs the service token.";
+    return "403 forbidden: this is an observer's or a scoped token. The dashboard needs the service token.";
   }
   return null;
 }

@@ -1,5 +1,5 @@
 // What the dashboard knows of the server: objects, observers, observations,
-// subscriptions and queries, kept current by the admin stream's events. Views subscribe to
+// subscriptions, queries and scoped tokens, kept current by the admin stream's events. Views subscribe to
 // topics and redraw (batched per frame) when told.
 //
 // Events may be applied over a snapshot taken after them (the stream is opened
@@ -24,10 +24,12 @@ export class Model {
     this.subscriptions = new Map();
     /** query id → {id, observer, class, where, orderBy, limit, select, options} */
     this.queries = new Map();
+    /** token id → {id, name, scopes, expiresAt, client, createdAt, observers} (never the secret) */
+    this.tokens = new Map();
     this.revision = 0;
   }
 
-  /** Calls `listener(payload)` whenever `topic` happens: object, objectRemoved, observers, topology, flash. */
+  /** Calls `listener(payload)` whenever `topic` happens: object, objectRemoved, observers, topology, flash, tokens. */
   on(topic, listener) {
     if (!this.listeners.has(topic)) this.listeners.set(topic, new Set());
     this.listeners.get(topic).add(listener);
@@ -45,10 +47,12 @@ export class Model {
     for (const observation of snapshot.observations) this.observations.set(observation.id, observation);
     for (const subscription of snapshot.subscriptions) this.subscriptions.set(subscription.id, subscription);
     for (const query of snapshot.queries) this.queries.set(query.id, query);
+    for (const token of snapshot.tokens) this.tokens.set(token.id, token);
     this.revision = snapshot.revision ?? 0;
     this.emit("reset");
     this.emit("topology");
     this.emit("observers");
+    this.emit("tokens");
   }
 
   /** Applies one admin stream event (its `event:` name and decoded data). */
@@ -166,6 +170,23 @@ Model.prototype.handlers = {
 
   notificationPosted({ name, object }) {
     this.emit("flash", { notification: name, object });
+  },
+
+  tokenCreated({ token }) {
+    this.tokens.set(token.id, { ...token });
+    this.emit("tokens");
+  },
+
+  tokenChanged({ token }) {
+    // A change replayed over a newer snapshot in which the token is gone must not bring it back.
+    if (!this.tokens.has(token.id)) return;
+    this.tokens.set(token.id, { ...token });
+    this.emit("tokens");
+  },
+
+  tokenRevoked({ token }) {
+    // Also a JWT's jti that was never listed: nothing to remove then.
+    if (this.tokens.delete(token)) this.emit("tokens");
   },
 };
 

@@ -1,5 +1,5 @@
 // The dashboard's full picture, fetched over the API: every object (paged), every
-// observer, and each observer's observations, subscriptions and queries.
+// observer, each observer's observations, subscriptions and queries, and the scoped tokens.
 
 import { segment } from "./api.js";
 
@@ -7,8 +7,8 @@ const PAGE = 1000;
 const PARALLEL = 6;
 
 export async function fetchSnapshot(api) {
-  const [objects, observerList, stats] = await Promise.all([
-    fetchObjects(api), api.get("/v1/observers"), api.get("/v1/stats"),
+  const [objects, observerList, stats, tokens] = await Promise.all([
+    fetchObjects(api), api.get("/v1/observers"), api.get("/v1/stats"), api.client.tokens.list(),
   ]);
   const observers = observerList.observers;
   const details = await mapLimited(observers, PARALLEL, async (observer) => {
@@ -28,7 +28,7 @@ export async function fetchSnapshot(api) {
     for (const subscription of detail.subscriptions) subscriptions.push({ ...subscription, observer: detail.id });
     for (const query of detail.queries ?? []) queries.push({ ...query, observer: detail.id });
   }
-  return { objects, observers, observations, subscriptions, queries, revision: stats.revision };
+  return { objects, observers, observations, subscriptions, queries, tokens, revision: stats.revision };
 }
 
 async function fetchObjects(api) {

@@ -120,6 +120,11 @@ export function describe(kind, data) {
     case "queryRemoved": return `${data.observer} ✕ ${data.query} on ${data.class ?? "all objects"} (${data.reason})`;
     case "notificationPosted":
       return `${data.name} from ${data.object ?? "—"}${userInfo(data)} → ${data.delivered} delivered`;
+    case "tokenCreated": case "tokenChanged": {
+      const t = data.token;
+      return `${t.name ?? t.id} (${t.id}) ${t.scopes.length} ${t.scopes.length === 1 ? "scope" : "scopes"}, expires ${t.expiresAt ?? "never"}`;
+    }
+    case "tokenRevoked": return `${data.token} (${data.reason})`;
     case "change": {
       const values = [data.old !== undefined ? `old ${brief(data.old, 40)}` : "", data.new !== undefined ? `new ${brief(data.new, 40)}` : ""];
       const flags = data.initial ? " initial" : data.prior ? " prior" : "";

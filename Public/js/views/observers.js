@@ -1,5 +1,5 @@
-// The observers table: name, streams, lease countdown, registrations, last event id,
-// backlog, dropped; each row can open the observer's own stream or delete it. Rows are
+// The observers table: name (and the scoped token that made it), streams, lease countdown,
+// registrations, last event id, backlog, dropped; each row can open the observer's own stream or delete it. Rows are
 // kept and their cells updated in place, so the figures refreshed every second never
 // take the keyboard focus away from a row's buttons.
 
@@ -58,8 +58,12 @@ export class ObserversView {
       backlog: el("td", { class: "mono" }),
       dropped: el("td", { class: "mono" }),
     };
-    const row = el("tr", { dataset: { observer: observer.id } },
-      el("td", {}, el("strong", {}, label), el("div", { class: "mono hint" }, observer.id)),
+    // The token that made it never changes (contract 13): its name is looked up once.
+    const token = observer.tokenId ? this.model.tokens.get(observer.tokenId) : null;
+    const row = el("tr", { dataset: { observer: observer.id, token: observer.tokenId ?? "" } },
+      el("td", {}, el("strong", {}, label), el("div", { class: "mono hint" }, observer.id),
+        observer.tokenId ? el("div", { class: "hint token-of" }, "token ",
+          el("span", { class: "mono" }, token?.name ? `${token.name} (${observer.tokenId})` : observer.tokenId)) : null),
       cells.streams, cells.lease, cells.registrations, cells.lastEventId, cells.backlog, cells.dropped,
       el("td", {},
         el("button", { type: "button", class: "secondary", "aria-label": `Watch the stream of ${label}`, onclick: () => this.onWatch(observer.id) }, "Watch"),
