@@ -251,16 +251,6 @@ def expected(credential, cell):
     return cell.ok
 
 
-def known_bug(credential, cell, status, want):
-    """A deviation found by this matrix that is a server bug (reported to the integrator), or None."""
-    if (want == 403 and status == 404 and cell.obj in OBJECTS and not OBJECTS[cell.obj][2]
-            and cell.action in ("write", "delete", "observe") and credential.kind in ("scoped", "observer")):
-        return (f"server bug: {cell.action} on a missing object whose id no {cell.action} scope of the token "
-                f"could match answers 404, where an existing object it may not {cell.action} answers 403: "
-                f"the status tells the token which ids exist (GET answers 403 for both)")
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # The cells
 # ---------------------------------------------------------------------------------------------
@@ -688,8 +678,6 @@ def test_cell(world, credential, cell):
     request = f"{cell.method} {path} {json.dumps(body) if body is not None else ''} as {credential.name}"
     if status >= 400 or cell.read:
         world.assert_unchanged(before, request)
-    if status != want and (reason := known_bug(credential, cell, status, want)):
-        pytest.xfail(reason)
     assert status == want, f"{request}: expected {want}, got {status} {answer}"
     if status in ERROR_CODES:
         assert answer["error"]["code"] == ERROR_CODES[status], f"{request}: {answer}"
@@ -718,8 +706,7 @@ def test_openapi_documents_the_token_routes(world):
     document = world.call("GET", "/openapi.json", token=None)[1]
     missing = sorted({(cell.method, cell.route) for cell in CELLS if cell.route.startswith("/v1/tokens")}
                      - {(method.upper(), path) for path, item in document["paths"].items() for method in item})
-    if missing:
-        pytest.xfail(f"server bug: /openapi.json does not document {missing}")
+    assert not missing, f"/openapi.json does not document {missing}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -837,9 +824,7 @@ def test_idempotent_replay_never_hands_over_another_credentials_answer(world):
         assert status in (201, 409), (status, answer)
         if status == 201:
             assert answer["id"] != original["id"] and answer.get("tokenId") == world.token_ids[second], answer
-    if findings:
-        pytest.xfail("server bug: idempotent replays are keyed by method, path, query and body only, not by "
-                     "credential: " + "; ".join(findings))
+    assert not findings, "idempotent replays hand another credential's answer over: " + "; ".join(findings)
 
 
 @pytest.mark.parametrize("name", ["scoped", "jwt", "owned", "observer(scoped)", "observer(admin)"])

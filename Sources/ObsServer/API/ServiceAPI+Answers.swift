@@ -11,7 +11,7 @@ extension ServiceAPI {
     ) throws -> Reply {
         let command = Command(
             time: .now(), action, by: try Self.client(of: request, caller),
-            idempotency: try Self.idempotencyClaim(of: request, answerMembers: answerMembers),
+            idempotency: try Self.idempotencyClaim(of: request, caller: caller, answerMembers: answerMembers),
             principal: caller.principal)
         return try replica.submit(command) { outcome in Self.answer(outcome, adding: answerMembers) }
     }
@@ -25,9 +25,11 @@ extension ServiceAPI {
     }
 
     /// The request's `Idempotency-Key` (1–128 printable ASCII), with what makes two requests
-    /// the same: the SHA-256 of method, path, query (sorted) and body.
-    static func idempotencyClaim(of request: HTTPRequest, answerMembers: JSONObject) throws(CoreError)
-        -> IdempotencyClaim?
+    /// the same: the SHA-256 of who asks, method, path, query (sorted) and body. Who asks is part
+    /// of it: a replay answers what the first request was answered (an observer's token, a
+    /// token's secret), so another credential reusing the key gets 409, never that answer.
+    static func idempotencyClaim(of request: HTTPRequest, caller: Caller = .admin, answerMembers: JSONObject)
+        throws(CoreError) -> IdempotencyClaim?
     {
         guard let key = request.headers.idempotencyKey else { return nil }
         guard IdempotencyClaim.isValidKey(key) else {
@@ -41,6 +43,7 @@ extension ServiceAPI {
             text += Array("\(part.count):".utf8)
             text += part
         }
+        append(caller.identity.utf8)
         append(request.method.rawValue.utf8)
         append(request.path.utf8)
         for (name, value) in request.query.sorted(by: { $0.key < $1.key }) {

@@ -28,6 +28,15 @@ enum Caller: Sendable {
         }
     }
 
+    /// Who it is, as idempotency keys tell callers apart: `admin`, `observer <id>`, `token <id>`.
+    var identity: String {
+        switch self {
+        case .admin: "admin"
+        case .observer(let id, _, _): "observer \(id)"
+        case .scoped(let access, _): "token \(access.tokenID)"
+        }
+    }
+
     /// What its reads may show (nil: everything).
     var reader: ReadFilter? {
         switch self {
