@@ -57,7 +57,7 @@ extension ServiceAPI {
     /// The writer's name from `Obs-Client` (section 7.3): 1–128 characters of the id alphabet.
     /// A token with a `client` names its writes with it, and another name is refused (section 13).
     static func client(of request: HTTPRequest, _ caller: Caller = .admin) throws(CoreError) -> String? {
-        if let bound = caller.access?.client {
+        if let bound = caller.client {
             guard request.headers.client == nil || request.headers.client == bound else {
                 throw CoreError(
                     .forbidden, "this token writes as client '\(bound)': Obs-Client must be that or absent",

@@ -16,7 +16,7 @@ struct Authenticator: Sendable {
     private let serviceToken: [UInt8]?
     private let store: Store
     private let jwt: JWTVerifier?
-    private let hashes = SecretHashes()
+    private let cache = CredentialCache()
 
     init(token: String?, store: Store, jwt: JWTVerifier? = nil) {
         serviceToken = token.map { Array($0.utf8) }
@@ -31,13 +31,34 @@ struct Authenticator: Sendable {
             return serviceToken == nil ? .success(.admin) : .failure(.unauthorized)
         }
         if let serviceToken, Self.constantTimeEqual(given, serviceToken) { return .success(.admin) }
-        if let jwt, JWTVerifier.looksLikeJWT(given) { return verified(given, with: jwt) }
-        switch store.lookUpCredential(secretHash: hashes.hash(of: given), at: .now()) {
+        // A scoped token or JWT resolved before, with no token changed since, and not expired.
+        let epoch = store.credentialEpoch
+        let now = Timestamp.now()
+        let known = cache.entry(given)
+        if let known, let resolved = known.resolved, resolved.epoch == epoch, now < resolved.validUntil {
+            return .success(resolved.caller)
+        }
+        if let jwt, JWTVerifier.looksLikeJWT(String(given)) {
+            let result = verified(String(given), with: jwt)
+            if case .success(let caller) = result, let expiresAt = caller.access?.expiresAt {
+                cache.keep(given, CredentialCache.Entry(hash: "", resolved: (epoch, caller, expiresAt)))
+            }
+            return result
+        }
+        let hash = known?.hash ?? TokenHash.of(String(given))
+        switch store.lookUpCredential(secretHash: hash, at: now) {
         case .observer(let id, let access, let reader):
+            cache.keep(given, CredentialCache.Entry(hash: hash, resolved: nil))
             // Without `--token`, observer tokens are not checked (section 9): the admin's.
             if serviceToken == nil, access == nil { return .success(.admin) }
             return .success(.observer(id: id, access: access, reader: reader))
-        case .token(let access, let reader): return .success(.scoped(access, reader: reader))
+        case .token(let access, let reader, let expiresAt):
+            let caller = Caller.scoped(ScopedCaller(access, reader: reader))
+            cache.keep(
+                given,
+                CredentialCache.Entry(
+                    hash: hash, resolved: (epoch, caller, expiresAt ?? Timestamp(milliseconds: .max))))
+            return .success(caller)
         case .ended(let reason): return .failure(Self.ended(reason))
         case .unknown: return serviceToken == nil ? .success(.admin) : .failure(.unauthorized)
         }
@@ -68,7 +89,7 @@ struct Authenticator: Sendable {
         let access = Access(
             tokenID: id, kind: .jwt, grant: grant, client: claims.subject,
             expiresAt: Timestamp(milliseconds: claims.expiresAt * 1000))
-        return .success(.scoped(access, reader: access.readFilter))
+        return .success(.scoped(ScopedCaller(access, reader: access.readFilter)))
     }
 
     static func ended(_ reason: String) -> APIError {
@@ -79,12 +100,13 @@ struct Authenticator: Sendable {
         APIError(status: 401, code: "unauthorized", message: message, details: ["reason": .string(reason)])
     }
 
-    private func presentedToken(_ request: HTTPRequest) -> String? {
+    /// The secret presented: a slice of the header (no copy), or `?access_token=` on an event stream.
+    private func presentedToken(_ request: HTTPRequest) -> Substring? {
         if let header = request.headers.authorization {
-            return header.hasPrefix("Bearer ") ? String(header.dropFirst(7)) : nil
+            return header.utf8.starts(with: "Bearer ".utf8) ? header.dropFirst(7) : nil
         }
         guard request.isEventStream else { return nil }
-        return request.stringQuery("access_token")
+        return request.stringQuery("access_token").map { $0[...] }
     }
 
     private func isOpen(_ request: HTTPRequest) -> Bool {
@@ -95,7 +117,9 @@ struct Authenticator: Sendable {
     }
 
     /// Whether `given` is `expected`, in a time that does not depend on where they first differ.
-    static func constantTimeEqual(_ given: String, _ expected: [UInt8]) -> Bool {
+    static func constantTimeEqual(_ given: Substring, _ expected: [UInt8]) -> Bool {
+        // Only the length can tell early (it is no secret): scoped secrets are not the admin's length.
+        guard given.utf8.count == expected.count else { return false }
         var given = given
         return given.withUTF8 { a in
             var difference = UInt8(a.count == expected.count ? 0 : 1)
@@ -117,21 +141,28 @@ extension HTTPRequest {
     }
 }
 
-/// The SHA-256 of the secrets presented lately: a client presents the same secret on every
-/// request, and hashing it each time was a third of a scoped PUT's instructions (callgrind,
-/// BENCHMARKS.md). Only the hash is cached, never a verdict: every request is still looked up
-/// in the state (a revocation holds at once). At most `capacity` entries; full, it starts over.
-final class SecretHashes: Sendable {
-    private let known = Locked<[String: String]>([:])
+/// What the secrets presented lately resolved to: a client presents the same secret on every
+/// request, and hashing it and looking it up each time was a third of a scoped PUT's
+/// instructions (callgrind, BENCHMARKS.md). A scoped token's or JWT's caller is reused while no
+/// token has changed since (`Store.credentialEpoch`: any token made, changed, revoked or expired
+/// moves it) and until it expires; an observer token's hash only (its observer may go). At most
+/// `capacity` entries; full, it starts over.
+final class CredentialCache: Sendable {
+    struct Entry: Sendable {
+        /// The secret's SHA-256 ("" for a JWT: it is verified, not looked up).
+        let hash: String
+        let resolved: (epoch: Int, caller: Caller, validUntil: Timestamp)?
+    }
+
+    private let entries = Locked<[Substring: Entry]>([:])
     static let capacity = 4096
 
-    func hash(of secret: String) -> String {
-        if let hash = known.withLock({ $0[secret] }) { return hash }
-        let hash = TokenHash.of(secret)
-        known.withLock { known in
-            if known.count >= Self.capacity { known.removeAll(keepingCapacity: true) }
-            known[secret] = hash
+    func entry(_ secret: Substring) -> Entry? { entries.withLock { $0[secret] } }
+
+    func keep(_ secret: Substring, _ entry: Entry) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[secret] = entry
         }
-        return hash
     }
 }

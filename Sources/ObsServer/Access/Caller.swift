@@ -8,14 +8,14 @@ enum Caller: Sendable {
     /// the admin made it), `reader` its filter.
     case observer(id: String, access: Access?, reader: ReadFilter?)
     /// A stored scoped token or a verified JWT.
-    case scoped(Access, reader: ReadFilter)
+    case scoped(ScopedCaller)
 
     /// What commands carry for the core to decide with (nil: the admin).
     var principal: Principal? {
         switch self {
         case .admin: nil
         case .observer(let id, _, _): .observer(id)
-        case .scoped(let access, _): access.kind == .jwt ? .jwt(access) : .token(access.tokenID)
+        case .scoped(let scoped): scoped.principal
         }
     }
 
@@ -24,7 +24,16 @@ enum Caller: Sendable {
         switch self {
         case .admin: nil
         case .observer(_, let access, _): access
-        case .scoped(let access, _): access
+        case .scoped(let scoped): scoped.access
+        }
+    }
+
+    /// The client name its writes carry (a token's `client`, a JWT's `sub`).
+    var client: String? {
+        switch self {
+        case .admin: nil
+        case .observer(_, let access, _): access?.client
+        case .scoped(let scoped): scoped.access.client
         }
     }
 
@@ -33,7 +42,7 @@ enum Caller: Sendable {
         switch self {
         case .admin: "admin"
         case .observer(let id, _, _): "observer \(id)"
-        case .scoped(let access, _): "token \(access.tokenID)"
+        case .scoped(let scoped): "token \(scoped.access.tokenID)"
         }
     }
 
@@ -42,7 +51,22 @@ enum Caller: Sendable {
         switch self {
         case .admin: nil
         case .observer(_, _, let reader): reader
-        case .scoped(_, let reader): reader
+        case .scoped(let scoped): scoped.reader
         }
+    }
+}
+
+/// A scoped token's or JWT's caller, resolved once and shared by reference: a request copies
+/// its caller several times (context, route, command), and a copy is then one retain.
+final class ScopedCaller: Sendable {
+    let access: Access
+    let reader: ReadFilter
+    /// What its commands carry.
+    let principal: Principal
+
+    init(_ access: Access, reader: ReadFilter) {
+        self.access = access
+        self.reader = reader
+        principal = access.kind == .jwt ? .jwt(access) : .token(access.tokenID)
     }
 }

@@ -11,7 +11,7 @@ enum RouteAccess {
         switch caller {
         case .admin: return nil
         case .observer(let id, _, _): return observerMay(request, id) ? nil : .forbidden
-        case .scoped(let access, _): return scopedMay(request, access, store: store)
+        case .scoped(let scoped): return scopedMay(request, scoped.access, store: store)
         }
     }
 

@@ -25,25 +25,30 @@ public struct Glob: Sendable, Hashable {
     /// end unless a star stands there. Leftmost matching of each piece is enough (a star
     /// between two pieces absorbs whatever lies between them), so this is linear in practice.
     public func matches(_ text: String) -> Bool {
-        var utf8 = Array(text.utf8)[...]
-        if pieces.isEmpty { return !anchoredStart ? true : utf8.isEmpty }
+        var text = text
+        return text.withUTF8 { bytes in matches(bytes[...]) }
+    }
+
+    private func matches(_ whole: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        var text = whole
+        if pieces.isEmpty { return !anchoredStart ? true : text.isEmpty }
         var remaining = pieces[...]
         if anchoredStart {
-            guard utf8.starts(with: remaining.first!) else { return false }
-            utf8 = utf8.dropFirst(remaining.first!.count)
-            remaining = remaining.dropFirst()
-            if remaining.isEmpty { return anchoredEnd ? utf8.isEmpty : true }
+            let first = remaining.removeFirst()
+            guard text.starts(with: first) else { return false }
+            text = text.dropFirst(first.count)
+            if remaining.isEmpty { return anchoredEnd ? text.isEmpty : true }
         }
         let last = anchoredEnd ? remaining.popLast() : nil
         for piece in remaining {
-            guard let range = Self.firstRange(of: piece, in: utf8) else { return false }
-            utf8 = utf8[range.upperBound...]
+            guard let range = Self.firstRange(of: piece, in: text) else { return false }
+            text = text[range.upperBound...]
         }
         guard let last else { return true }
-        return utf8.count >= last.count && utf8.suffix(last.count).elementsEqual(last)
+        return text.count >= last.count && text.suffix(last.count).elementsEqual(last)
     }
 
-    private static func firstRange(of piece: [UInt8], in text: ArraySlice<UInt8>) -> Range<Int>? {
+    private static func firstRange(of piece: [UInt8], in text: Slice<UnsafeBufferPointer<UInt8>>) -> Range<Int>? {
         guard piece.count <= text.count else { return nil }
         var start = text.startIndex
         while start + piece.count <= text.endIndex {

@@ -164,6 +164,14 @@ extension Command.Action {
         if case .progress = self { false } else { true }
     }
 
+    /// Whether applying it may change what a token can do (one made, changed, revoked, expired).
+    public var changesTokens: Bool {
+        switch self {
+        case .createToken, .changeToken, .revokeToken, .expireTokens: true
+        default: false
+        }
+    }
+
     /// Whether a client's request made it (and so it needs the disk: refused while the data
     /// directory cannot take writes). Background changes and stream bookkeeping go on.
     public var isClientWrite: Bool {

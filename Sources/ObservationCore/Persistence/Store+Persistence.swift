@@ -37,6 +37,7 @@ extension Store {
         var restored = StoreState(limits: limits, renderer: renderer)
         if let image { try restored.restore(image) }
         state.withLock { $0 = restored }
+        epoch.add(1, ordering: .releasing)
         outbox.reset(revision: restored.revision)
     }
 

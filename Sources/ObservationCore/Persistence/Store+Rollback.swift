@@ -60,6 +60,7 @@ extension Store {
                 timer.closedLogs.append(log)
             }
             state = restored
+            epoch.add(1, ordering: .releasing)  // tokens may be back as they were: resolve them anew
             outbox.reset(revision: restored.revision)
             for effects in replayed + [timer] { outbox.enqueue(effects) }
             return (deliveries, (restored.revision, restored.journal.sequence))

@@ -4,8 +4,8 @@
 public enum CredentialLookup: Sendable {
     /// An observer's own token; `access` is what the token that made it may do (nil: the admin made it).
     case observer(id: String, access: Access?, reader: ReadFilter?)
-    /// A stored scoped token that works.
-    case token(Access, reader: ReadFilter)
+    /// A stored scoped token that works, until `expiresAt` (nil: no expiry).
+    case token(Access, reader: ReadFilter, expiresAt: Timestamp?)
     /// A token (or the token that made the observer) that was revoked or expired.
     case ended(reason: String)
     case unknown
@@ -33,7 +33,7 @@ extension Store {
                     return .observer(id: observerID, access: nil, reader: nil)
                 }
                 switch Result(catching: { () throws(CoreError) in try state.access(of: .observer(observerID), at: time)
-                    })
+                })
                 {
                 case .success(let live):
                     return .observer(id: observerID, access: live, reader: state.observers[observerID]?.reader)
@@ -44,7 +44,7 @@ extension Store {
             guard let (id, token) = state.tokens.lookup(secretHash: secretHash) else { return .unknown }
             guard let token else { return .ended(reason: state.tokens.endReason(id) ?? "revoked") }
             if let expiresAt = token.expiresAt, expiresAt <= time { return .ended(reason: "expired") }
-            return .token(token.access, reader: token.reader)
+            return .token(token.access, reader: token.reader, expiresAt: token.expiresAt)
         }
     }
 
@@ -75,6 +75,10 @@ extension Store {
             return (true, observer.access?.tokenID)
         }
     }
+
+    /// Moves whenever a token is made, changed, revoked or expired, or the state is replaced:
+    /// what a credential resolved to before holds while it has not moved.
+    public var credentialEpoch: Int { epoch.load(ordering: .acquiring) }
 
     /// When the next stored token expires, or an ended one is forgotten.
     public var nextTokenDeadline: Timestamp? {

@@ -23,6 +23,8 @@ public final class Store: Sendable {
     let publishedRevision = Atomic<Int>(0)
     /// Whether events wait for `publish` before streams see them (a persistent store).
     private let gated: Bool
+    /// `credentialEpoch`: moved under the lock by every token command applied and every replaced state.
+    let epoch = Atomic<Int>(0)
 
     /// An in-memory store; `renderer` renders the answers idempotency keys keep.
     public convenience init(limits: StoreLimits = StoreLimits(), renderer: AnswerRenderer = .plain) {
@@ -66,6 +68,7 @@ public final class Store: Sendable {
             if command.action.isClientWrite, let outage = state.outage { return (.failure(outage.error), false) }
             let wasEmpty = state.journal.isEmpty
             let (result, effects) = state.apply(command)
+            if command.action.changesTokens { epoch.add(1, ordering: .releasing) }
             tap?(effects)
             outbox.enqueue(effects)
             // A refused command changed nothing: nothing to make durable.

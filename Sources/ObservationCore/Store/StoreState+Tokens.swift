@@ -145,7 +145,10 @@ extension StoreState {
     func access(of principal: Principal?, at time: Timestamp) throws(CoreError) -> Access? {
         switch principal {
         case nil: return nil
-        case .token(let id): return try liveToken(id, at: time).access
+        case .token(let id):
+            guard let token = tokens[id] else { throw Self.ended(tokens.endReason(id) ?? "revoked") }
+            if let expiresAt = token.expiresAt, expiresAt <= time { throw Self.ended("expired") }
+            return token.access
         case .jwt(let access):
             if let reason = tokens.endReason(access.tokenID) { throw Self.ended(reason) }
             if let expiresAt = access.expiresAt, expiresAt <= time { throw Self.ended("expired") }
@@ -154,13 +157,6 @@ extension StoreState {
             guard let access = observers[id]?.access else { return nil }
             return try self.access(of: access.kind == .jwt ? .jwt(access) : .token(access.tokenID), at: time)
         }
-    }
-
-    /// A stored token that works at `time`.
-    func liveToken(_ id: String, at time: Timestamp) throws(CoreError) -> StoredToken {
-        guard let token = tokens[id] else { throw Self.ended(tokens.endReason(id) ?? "revoked") }
-        if let expiresAt = token.expiresAt, expiresAt <= time { throw Self.ended("expired") }
-        return token
     }
 
     static func ended(_ reason: String) -> CoreError {
