@@ -103,7 +103,8 @@ struct Authenticator: Sendable {
     /// The secret presented: a slice of the header (no copy), or `?access_token=` on an event stream.
     private func presentedToken(_ request: HTTPRequest) -> Substring? {
         if let header = request.headers.authorization {
-            return header.utf8.starts(with: "Bearer ".utf8) ? header.dropFirst(7) : nil
+            guard header.hasPrefix("Bearer ") else { return nil }
+            return header[header.utf8.index(header.utf8.startIndex, offsetBy: 7)...]
         }
         guard request.isEventStream else { return nil }
         return request.stringQuery("access_token").map { $0[...] }
@@ -154,15 +155,30 @@ final class CredentialCache: Sendable {
         let resolved: (epoch: Int, caller: Caller, validUntil: Timestamp)?
     }
 
-    private let entries = Locked<[Substring: Entry]>([:])
+    /// Direct-mapped by a cheap sum of the secret's last bytes (random, so well spread), each
+    /// slot checked against the whole secret: cheaper than hashing all of it for a dictionary.
+    private let slots = Locked<[(secret: Substring, entry: Entry)?]>(Array(repeating: nil, count: capacity))
     static let capacity = 4096
 
-    func entry(_ secret: Substring) -> Entry? { entries.withLock { $0[secret] } }
+    func entry(_ secret: Substring) -> Entry? {
+        let slot = Self.slot(secret)
+        return slots.withLock { slots in
+            guard let held = slots[slot], held.secret == secret else { return nil }
+            return held.entry
+        }
+    }
 
     func keep(_ secret: Substring, _ entry: Entry) {
-        entries.withLock { entries in
-            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-            entries[secret] = entry
+        let slot = Self.slot(secret)
+        slots.withLock { $0[slot] = (secret, entry) }
+    }
+
+    private static func slot(_ secret: Substring) -> Int {
+        var secret = secret
+        return secret.withUTF8 { bytes in
+            var sum = 0
+            for byte in bytes.suffix(8) { sum = sum &* 31 &+ Int(byte) }
+            return sum & (capacity - 1)
         }
     }
 }

@@ -11,7 +11,17 @@ public enum AccessAction: String, Sendable, CaseIterable {
         }
     }
 
-    var bit: UInt8 { 1 << UInt8(Self.allCases.firstIndex(of: self)!) }
+    var bit: UInt8 {
+        switch self {
+        case .read: 1
+        case .observe: 2
+        case .write: 4
+        case .create: 8
+        case .delete: 16
+        case .post: 32
+        case .subscribe: 64
+        }
+    }
 }
 
 /// A set of actions, as one byte.

@@ -26,8 +26,10 @@ public struct AccessGrant: Sendable, Hashable {
 }
 
 /// A scoped principal as the core decides with it: the token (stored, or a JWT), what it may
-/// do, and the client name its writes carry.
-public struct Access: Sendable, Hashable {
+/// do, and the client name its writes carry. Immutable, shared by reference: every scoped
+/// request and command passes one along (a copy is one retain, not one per field); new scopes
+/// make a new one (`with(grant:)`).
+public final class Access: Sendable, Hashable {
     public enum Kind: String, Sendable {
         case token, jwt
     }
@@ -35,7 +37,7 @@ public struct Access: Sendable, Hashable {
     /// `tok_…`, or a JWT's `jti`.
     public let tokenID: String
     public let kind: Kind
-    public var grant: AccessGrant
+    public let grant: AccessGrant
     /// `client` (a JWT's `sub`): writes carry it as `by`.
     public let client: String?
     /// When it stops working (a JWT's `exp`; a stored token's is kept in its table).
@@ -47,6 +49,26 @@ public struct Access: Sendable, Hashable {
         self.grant = grant
         self.client = client
         self.expiresAt = expiresAt
+    }
+
+    /// The same principal with other scopes.
+    public func with(grant: AccessGrant) -> Access {
+        Access(tokenID: tokenID, kind: kind, grant: grant, client: client, expiresAt: expiresAt)
+    }
+
+    /// The same principal with another expiry.
+    func with(expiresAt: Timestamp?) -> Access {
+        Access(tokenID: tokenID, kind: kind, grant: grant, client: client, expiresAt: expiresAt)
+    }
+
+    public static func == (a: Access, b: Access) -> Bool {
+        a.tokenID == b.tokenID && a.kind == b.kind && a.grant == b.grant && a.client == b.client
+            && a.expiresAt == b.expiresAt
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(tokenID)
+        hasher.combine(grant)
     }
 
     /// The one decision for an action on an object: some scope allows it.

@@ -7,6 +7,9 @@ public struct Glob: Sendable, Hashable {
     private let pieces: [[UInt8]]
     private let anchoredStart: Bool
     private let anchoredEnd: Bool
+    /// The common shapes, matched without the general walk: no star, or one star at the end.
+    private let exact: [UInt8]?
+    private let prefix: [UInt8]?
 
     /// `allowed`: whether a character (not `*`) may appear (the id alphabet, or a notification
     /// name's); nil when `pattern` is empty, too long or holds one that may not.
@@ -19,6 +22,9 @@ public struct Glob: Sendable, Hashable {
         anchoredStart = bytes.first != UInt8(ascii: "*")
         anchoredEnd = bytes.last != UInt8(ascii: "*")
         pieces = bytes.split(separator: UInt8(ascii: "*"), omittingEmptySubsequences: true).map(Array.init)
+        let stars = bytes.count { $0 == UInt8(ascii: "*") }
+        exact = stars == 0 ? bytes : nil
+        prefix = stars == 1 && !anchoredEnd ? Array(bytes.dropLast()) : nil
     }
 
     /// Whether `text` matches: the pieces in order, the first at the start and the last at the
@@ -26,7 +32,11 @@ public struct Glob: Sendable, Hashable {
     /// between two pieces absorbs whatever lies between them), so this is linear in practice.
     public func matches(_ text: String) -> Bool {
         var text = text
-        return text.withUTF8 { bytes in matches(bytes[...]) }
+        return text.withUTF8 { bytes in
+            if let exact { return bytes.elementsEqual(exact) }
+            if let prefix { return bytes.count >= prefix.count && bytes.prefix(prefix.count).elementsEqual(prefix) }
+            return matches(bytes[...])
+        }
     }
 
     private func matches(_ whole: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {

@@ -4,7 +4,7 @@ public enum Principal: Sendable, Hashable {
     /// A stored scoped token, by id (its scopes are the state's, as of the command).
     case token(String)
     /// A verified JWT: its scopes travel in the command (the server never stored them).
-    indirect case jwt(Access)
+    case jwt(Access)
     /// An observer's own token (section 9), by observer id: as much as the token that made
     /// the observer, and never beyond that observer.
     case observer(String)
@@ -40,7 +40,7 @@ extension Access {
                 .adding("expiresAt", expiresAt.map { .int(Int($0.milliseconds)) }))
     }
 
-    init?(json: JSON) {
+    convenience init?(json: JSON) {
         guard case .object(let members) = json, case .string(let id)? = members["id"],
             case .string(let kindName)? = members["kind"], let kind = Kind(rawValue: kindName),
             let scopes = members["scopes"], let grant = try? AccessGrant(parsing: scopes)

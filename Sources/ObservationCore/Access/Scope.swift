@@ -5,7 +5,10 @@
 /// name by `names` (absent: any name). Choice: a scope that allows an object action needs one
 /// of `class`, `ids`, `owned` (a scope of `names` alone allows nothing on objects, and one
 /// that allowed `read` would otherwise read every object).
-public struct Scope: Sendable, Hashable {
+///
+/// Immutable, shared by reference: every scoped command tests its token's scopes, and a
+/// reference is one retain where a copy of the struct retained each selector.
+public final class Scope: Sendable, Hashable {
     public let allow: AccessActions
     public let className: String?
     public let ids: Glob?
@@ -95,6 +98,17 @@ public struct Scope: Sendable, Hashable {
         guard allow.contains(action), !action.isObjectAction else { return false }
         guard let names else { return true }
         return name.map(names.matches) ?? false
+    }
+
+    public static func == (a: Scope, b: Scope) -> Bool {
+        a.allow == b.allow && a.className == b.className && a.ids == b.ids && a.owned == b.owned
+            && a.names == b.names
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(allow)
+        hasher.combine(className)
+        hasher.combine(ids)
     }
 
     /// As clients see it (`allow` in the contract's order, absent selectors left out).

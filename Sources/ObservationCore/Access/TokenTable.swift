@@ -37,6 +37,9 @@ struct EndedToken: Sendable, Equatable {
 /// be kept longer; a stored token's secret then answers plain 401.
 struct TokenTable: Sendable {
     private(set) var tokens: [String: StoredToken] = [:]
+    /// Each live token's access, its expiry in it: what every scoped command looks up (one
+    /// reference, not a copy of the whole token).
+    private(set) var live: [String: Access] = [:]
     private var bySecretHash: [String: String] = [:]
     private(set) var expiries = DeadlineHeap<Int64>()
     private(set) var ended: [String: EndedToken] = [:]
@@ -71,6 +74,7 @@ struct TokenTable: Sendable {
 
     mutating func insert(_ token: StoredToken) {
         tokens[token.id] = token
+        live[token.id] = token.access.with(expiresAt: token.expiresAt)
         bySecretHash[token.secretHash] = token.id
         if let expiresAt = token.expiresAt { expiries.schedule(token.id, at: expiresAt.milliseconds) }
     }
@@ -79,6 +83,7 @@ struct TokenTable: Sendable {
         guard var token = tokens[id] else { return }
         body(&token)
         tokens[id] = token
+        live[id] = token.access.with(expiresAt: token.expiresAt)
         if let expiresAt = token.expiresAt {
             expiries.schedule(id, at: expiresAt.milliseconds)
         } else {
@@ -89,6 +94,7 @@ struct TokenTable: Sendable {
     /// Ends token `id` (a stored one, or a JWT's id), remembering why until `time` + a day.
     mutating func end(_ id: String, reason: String, at time: Timestamp) {
         let token = tokens.removeValue(forKey: id)
+        live[id] = nil
         expiries.cancel(id)
         ended[id] = EndedToken(reason: reason, secretHash: token?.secretHash)
         forgetting.schedule(id, at: time.milliseconds + Self.endedFor)

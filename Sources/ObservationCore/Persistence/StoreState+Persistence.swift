@@ -178,7 +178,9 @@ extension StoreState {
         if let stored = document.members["access"], stored != .null {
             guard var access = Access(json: stored) else { throw document.failure("unreadable access") }
             // A stored token's observers read with its scopes as they are now.
-            if access.kind == .token, let token = tokens[access.tokenID] { access.grant = token.access.grant }
+            if access.kind == .token, let token = tokens[access.tokenID] {
+                access = access.with(grant: token.access.grant)
+            }
             record.access = access
         }
         observers.insert(record, at: time)

@@ -70,7 +70,7 @@ extension StoreState {
                 .invalidRequest, "ttl must be seconds or null, not \(other.typeName)", details: ["field": "ttl"])
         }
         tokens.update(id) { token in
-            if let grant { token.access.grant = grant }
+            if let grant { token.access = token.access.with(grant: grant) }
             if case .some(let expiresAt) = expiry { token.expiresAt = expiresAt }
         }
         journal.mark(.token, id)
@@ -146,9 +146,9 @@ extension StoreState {
         switch principal {
         case nil: return nil
         case .token(let id):
-            guard let token = tokens[id] else { throw Self.ended(tokens.endReason(id) ?? "revoked") }
-            if let expiresAt = token.expiresAt, expiresAt <= time { throw Self.ended("expired") }
-            return token.access
+            guard let access = tokens.live[id] else { throw Self.ended(tokens.endReason(id) ?? "revoked") }
+            if let expiresAt = access.expiresAt, expiresAt <= time { throw Self.ended("expired") }
+            return access
         case .jwt(let access):
             if let reason = tokens.endReason(access.tokenID) { throw Self.ended(reason) }
             if let expiresAt = access.expiresAt, expiresAt <= time { throw Self.ended("expired") }
@@ -195,7 +195,7 @@ extension StoreState {
     /// New scopes for token `id`: its observers read with them from now on.
     private mutating func regrant(_ id: String, _ grant: AccessGrant) {
         for observer in observers.made(by: id) {
-            observers.update(observer) { $0.access?.grant = grant }
+            observers.update(observer) { $0.access = $0.access?.with(grant: grant) }
             rebindReaders(of: observer)
         }
     }
