@@ -166,6 +166,34 @@ def count(binary, durable, workload, keep):
     return instructions(out, tmp, keep) / puts, seconds
 
 
+def start(binary, port, extra=(), prefix="obs-callgrind-"):
+    """A server under callgrind (instrumentation off) on `port`, once /healthz answers: (server, out, log, tmp)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    out, log = tmp / "callgrind.out", tmp / "server.log"
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", binary,
+           "--host", "127.0.0.1", "--port", str(port), "--threads", "1", "--log-level", "warning", *extra]
+    with open(log, "wb") as f:
+        server = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    end = time.monotonic() + 120
+    while True:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            c.request("GET", "/healthz")
+            c.getresponse().read()
+            return server, out, log, tmp
+        except OSError:
+            if server.poll() is not None or time.monotonic() > end:
+                raise SystemExit(f"server did not start: see {log}")
+            time.sleep(0.5)
+
+
+def stripped(binary, work):
+    """A copy of `binary` without debug sections (valgrind 3.19 cannot read Swift's DWARF 5)."""
+    copy = Path(work) / "obs-server"
+    subprocess.run(["objcopy", "--strip-debug", binary, str(copy)], check=True, timeout=120)
+    return str(copy)
+
+
 def stop(server):
     """SIGTERM (callgrind writes its counts as the server exits), then SIGKILL after 2 minutes."""
     server.send_signal(signal.SIGTERM)

@@ -12,13 +12,10 @@ every write to a stream. --keep leaves each callgrind.out for callgrind_annotate
   python3 bench/callgrind_queries.py --binary .build/release/obs-server [--kinds none,equality,range]
 """
 import argparse
-import http.client
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,25 +27,9 @@ PUTS = 2000
 
 
 def count(binary, kind, keep):
-    tmp = Path(tempfile.mkdtemp(prefix="obs-callgrind-queries-"))
-    out, log = tmp / "callgrind.out", tmp / "server.log"
-    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", binary,
-           "--host", "127.0.0.1", "--port", str(PORT), "--threads", "1", "--log-level", "warning"]
-    with open(log, "wb") as f:
-        server = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    server, out, _, tmp = callgrind.start(binary, PORT, prefix="obs-callgrind-queries-")
     q.PORT = PORT
     try:
-        end = time.monotonic() + 120
-        while True:
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
-                c.request("GET", "/healthz")
-                c.getresponse().read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > end:
-                    raise SystemExit(f"server did not start: see {log}")
-                time.sleep(0.5)
         c = q.connect()
         q.seed_items(c, 1000)
         c.close()
@@ -76,11 +57,10 @@ def main():
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     work = Path(tempfile.mkdtemp(prefix="obs-callgrind-bin-"))
-    binary = work / "obs-server"  # valgrind 3.19 and Swift's DWARF 5: a copy without debug sections
-    subprocess.run(["objcopy", "--strip-debug", args.binary, str(binary)], check=True, timeout=120)
+    binary = callgrind.stripped(args.binary, work)
     try:
         for kind in args.kinds.split(","):
-            print(f"{kind}: {count(str(binary), kind, args.keep):,.0f} instructions per PUT", flush=True)
+            print(f"{kind}: {count(binary, kind, args.keep):,.0f} instructions per PUT", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

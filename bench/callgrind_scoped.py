@@ -14,10 +14,8 @@ import http.client
 import json
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,25 +37,8 @@ def call(c, method, path, body, token):
 
 
 def count(binary, kind, keep):
-    tmp = Path(tempfile.mkdtemp(prefix="obs-callgrind-scoped-"))
-    out, log = tmp / "callgrind.out", tmp / "server.log"
-    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", binary,
-           "--host", "127.0.0.1", "--port", str(PORT), "--threads", "1", "--log-level", "warning",
-           "--token", scoped.ADMIN]
-    with open(log, "wb") as f:
-        server = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    server, out, _, tmp = callgrind.start(binary, PORT, ["--token", scoped.ADMIN], prefix="obs-callgrind-scoped-")
     try:
-        end = time.monotonic() + 120
-        while True:
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=5)
-                c.request("GET", "/healthz")
-                c.getresponse().read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > end:
-                    raise SystemExit(f"server did not start: see {log}")
-                time.sleep(0.5)
         c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
         call(c, "PUT", "/v1/classes/Item", {"properties": {"name": {"type": "any"}}}, scoped.ADMIN)
         for i in range(1000):
@@ -83,11 +64,10 @@ def main():
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     work = Path(tempfile.mkdtemp(prefix="obs-callgrind-bin-"))
-    binary = work / "obs-server"  # valgrind 3.19 and Swift's DWARF 5: a copy without debug sections
-    subprocess.run(["objcopy", "--strip-debug", args.binary, str(binary)], check=True, timeout=120)
+    binary = callgrind.stripped(args.binary, work)
     try:
         for kind in args.kinds.split(","):
-            print(f"{kind}: {count(str(binary), kind, args.keep):,.0f} instructions per PUT", flush=True)
+            print(f"{kind}: {count(binary, kind, args.keep):,.0f} instructions per PUT", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,6 +1,9 @@
--- PUT /v1/objects/o<i>/values/name with a small JSON value, cycling over 1,000 objects.
+-- PUT /v1/objects/o<i>/values/name with a small JSON value, cycling over 1,000 objects; with
+-- OBS_BENCH_TOKEN set, each request presents it (`Authorization: Bearer`, bench/scoped.py).
 local i = 0
 local headers = { ["Content-Type"] = "application/json" }
+local token = os.getenv("OBS_BENCH_TOKEN")
+if token and token ~= "" then headers["Authorization"] = "Bearer " .. token end
 request = function()
   i = i + 1
   local body = '{"value":{"name":"name-' .. i .. '","seq":' .. i .. '}}'

@@ -568,10 +568,10 @@ def shown(arg):
     return arg if re.match(r"^[\w/.:{}=,-]+$", arg) else "'" + arg.replace("'", "'\\''") + "'"
 
 
-def put_section(path, section):
+def put_section(path, section, title=TITLE):
     """Puts `section` into the Markdown file in place of its previous version (or at the end)."""
     text = Path(path).read_text() if Path(path).exists() else ""
-    pattern = re.compile(rf"^{re.escape(TITLE)}\n.*?(?=\n## |\Z)", re.S | re.M)
+    pattern = re.compile(rf"^{re.escape(title)}\n.*?(?=\n## |\Z)", re.S | re.M)
     if pattern.search(text):
         text = pattern.sub(lambda _: section.rstrip() + "\n", text, count=1)
     else:

@@ -4,7 +4,7 @@
 Every measurement starts a fresh release server with `--token` pinned to CPU 0 (load on CPU 1):
 
   W1  wrk (1 thread, 64 connections, 10 s) PUT /v1/objects/o<i>/values/name over 1,000 objects
-      (bench/put_auth.lua), two ways: with the admin token; with a scoped token of two scopes
+      (bench/put.lua with OBS_BENCH_TOKEN), two ways: with the admin token; with a scoped token of two scopes
       ({"allow": ["read", "write"], "class": "Item", "ids": "o*"} and
        {"allow": ["post", "subscribe"], "names": "chat.*"}). Target: scoped >= 0.95x admin.
   W2  1,000 observers each observing `name` of ONE object (option new), each with an SSE stream;
@@ -21,13 +21,10 @@ import http.client
 import json
 import os
 import platform
-import re
 import signal
 import statistics
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -66,7 +63,7 @@ def run_w1(args, kind):
         c.close()
         quiet = wait_quiet()
         cmd = ["taskset", "-c", args.client_cpus, "wrk", "-t1", f"-c{args.connections}", f"-d{args.duration}s",
-               "--latency", "-s", str(HERE / "put_auth.lua"), f"http://127.0.0.1:{PORT}/"]
+               "--latency", "-s", str(HERE / "put.lua"), f"http://127.0.0.1:{PORT}/"]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              env={**os.environ, "OBS_BENCH_TOKEN": token})
         queries.CHILDREN.append(p)
@@ -109,17 +106,6 @@ def run_w2(args, kind, workdir):
         r.update(kind=kind, quiet_before_pct=quiet)
         r["cmd"] = [a if not a.startswith("Authorization") else "Authorization: Bearer …" for a in r["cmd"]]
         return r
-
-
-def put_section(path, section):
-    """Puts `section` into the Markdown file in place of its previous version (or at the end)."""
-    text = Path(path).read_text() if Path(path).exists() else ""
-    pattern = re.compile(rf"^{re.escape(TITLE)}\n.*?(?=\n## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section.rstrip() + "\n", text, count=1)
-    else:
-        text = text.rstrip() + "\n\n" + section.rstrip() + "\n"
-    Path(path).write_text(text)
 
 
 def median(rows, key):
@@ -211,7 +197,7 @@ def main():
     section = report(args, w1, w2, noisy)
     Path(args.out).write_text(section)
     if args.into:
-        put_section(Path(args.into), section)
+        queries.put_section(Path(args.into), section, title=TITLE)
     print(section)
 
 
