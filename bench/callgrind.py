@@ -194,6 +194,24 @@ def stripped(binary, work):
     return str(copy)
 
 
+def per_kind(description, kinds, count):
+    """The command line of a per-kind count (`--binary`, `--kinds`, `--keep`): `count(binary, kind,
+    keep)` for each kind on a stripped copy of the binary, printed as instructions per PUT."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--binary", default=".build/release/obs-server")
+    ap.add_argument("--kinds", default=kinds)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    work = Path(tempfile.mkdtemp(prefix="obs-callgrind-bin-"))
+    binary = stripped(args.binary, work)
+    try:
+        for kind in args.kinds.split(","):
+            print(f"{kind}: {count(binary, kind, args.keep):,.0f} instructions per PUT", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def stop(server):
     """SIGTERM (callgrind writes its counts as the server exits), then SIGKILL after 2 minutes."""
     server.send_signal(signal.SIGTERM)

@@ -9,13 +9,9 @@ callgrind.out for callgrind_annotate.
 
   python3 bench/callgrind_scoped.py --binary .build/release/obs-server [--kinds admin,scoped]
 """
-import argparse
 import http.client
 import json
-import shutil
-import signal
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,19 +53,7 @@ def count(binary, kind, keep):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--binary", default=".build/release/obs-server")
-    ap.add_argument("--kinds", default="admin,scoped")
-    ap.add_argument("--keep", action="store_true")
-    args = ap.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
-    work = Path(tempfile.mkdtemp(prefix="obs-callgrind-bin-"))
-    binary = callgrind.stripped(args.binary, work)
-    try:
-        for kind in args.kinds.split(","):
-            print(f"{kind}: {count(binary, kind, args.keep):,.0f} instructions per PUT", flush=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    callgrind.per_kind(__doc__.splitlines()[0], "admin,scoped", count)
 
 
 if __name__ == "__main__":
