@@ -6,12 +6,13 @@ extension ServiceAPI {
 
     func registerObjects(in router: inout RouterBuilder) {
         router.on(.post, "/v1/objects") { request, parameters in
-            let body = try jsonBody(request, allowed: ["id", "class", "values"])
+            let body = try jsonBody(request, allowed: ["id", "class", "values", "owner"])
             return try execute(
                 request, parameters.caller,
                 .createObject(
                     id: try body.string("id"), className: try body.string("class"),
-                    values: try body.object("values") ?? [:], generatedID: Command.newID("obj_")))
+                    values: try body.object("values") ?? [:], generatedID: Command.newID("obj_"),
+                    owner: try body.string("owner")))
         }
         router.on(.get, "/v1/objects") { request, parameters in
             let page = try store.objects(

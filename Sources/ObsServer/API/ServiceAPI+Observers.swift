@@ -3,7 +3,8 @@ import ObservationCore
 extension ServiceAPI {
     func registerObservers(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers") { request, parameters in
-            let body = try jsonBody(request, allowed: ["name", "lease", "retainObserved", "replay", "client"])
+            let body = try jsonBody(
+                request, allowed: ["name", "lease", "retainObserved", "replay", "client", "onRemove"])
             let defaults = ObserverSettings()
             let token = Command.newToken()
             return try execute(
@@ -12,7 +13,8 @@ extension ServiceAPI {
                     id: Command.newID("obs_"), tokenHash: TokenHash.of(token), name: try body.string("name"),
                     lease: try body.int("lease") ?? defaults.lease,
                     retainObserved: try body.bool("retainObserved") ?? defaults.retainObserved,
-                    replay: try body.int("replay") ?? defaults.replay, client: try body.string("client")),
+                    replay: try body.int("replay") ?? defaults.replay, client: try body.string("client"),
+                    onRemove: body["onRemove"]),
                 // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer).
                 answerMembers: ["token": .string(token)])
         }
@@ -29,9 +31,14 @@ extension ServiceAPI {
             members["observations"] = .array(observer.registrations.map { .object($0.json) })
             members["subscriptions"] = .array(observer.subscriptionList.map { .object($0.json) })
             members["queries"] = .array(observer.queryList.map { .object($0.json) })
+            members["onRemove"] = .array(observer.onRemove)
             return .json(.object(members))
         }
         router.on(.delete, "/v1/observers/{id}") { request, parameters in
+            try execute(request, parameters.caller, .deleteObserver(observer: parameters["id"]))
+        }
+        // Section 14: what DELETE does, for `navigator.sendBeacon` (which can only POST).
+        router.on(.post, "/v1/observers/{id}/remove") { request, parameters in
             try execute(request, parameters.caller, .deleteObserver(observer: parameters["id"]))
         }
         router.on(.post, "/v1/observers/{id}/keepalive") { request, parameters in

@@ -106,7 +106,7 @@ struct Authenticator: Sendable {
             guard header.hasPrefix("Bearer ") else { return nil }
             return header[header.utf8.index(header.utf8.startIndex, offsetBy: 7)...]
         }
-        guard request.isEventStream else { return nil }
+        guard request.isEventStream || request.isBeaconRemoval else { return nil }
         return request.stringQuery("access_token").map { $0[...] }
     }
 
@@ -133,6 +133,12 @@ struct Authenticator: Sendable {
 }
 
 extension HTTPRequest {
+    /// `POST /v1/observers/{id}/remove`: `navigator.sendBeacon` cannot set headers either (section 14).
+    var isBeaconRemoval: Bool {
+        method == .post && segments.count == 4 && segments[0] == "v1" && segments[1] == "observers"
+            && segments[3] == "remove"
+    }
+
     /// An event stream (SSE, NDJSON or a poll) of an observer or of the admin.
     var isEventStream: Bool {
         method == .get

@@ -93,11 +93,12 @@ extension Command.Action {
             field("definition", definition)
         case .deleteClass(let name):
             field("name", .string(name))
-        case .createObject(let id, let className, let values, let generatedID):
+        case .createObject(let id, let className, let values, let generatedID, let owner):
             field("id", id.map(JSON.string))
             field("class", className.map(JSON.string))
             field("values", .object(values))
             field("generatedId", .string(generatedID))
+            field("owner", owner.map(JSON.string))
         case .patch(let object, let values, let ifRevision):
             field("object", .string(object))
             field("values", .object(values))
@@ -119,7 +120,8 @@ extension Command.Action {
         case .notify(let object, let keyPaths):
             field("object", .string(object))
             field("keyPaths", .array(keyPaths.map(JSON.string)))
-        case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client):
+        case .createObserver(
+            let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client, let onRemove):
             field("id", .string(id))
             field("tokenHash", .string(tokenHash))
             field("name", name.map(JSON.string))
@@ -127,6 +129,7 @@ extension Command.Action {
             field("retainObserved", .bool(retainObserved))
             field("replay", .int(replay))
             field("client", client.map(JSON.string))
+            field("onRemove", onRemove)
         case .deleteObserver(let observer), .keepalive(let observer), .progress(let observer):
             field("observer", .string(observer))
         case .observe(
@@ -201,7 +204,8 @@ extension Command.Action {
         case "createObject":
             self = .createObject(
                 id: try fields.optionalString("id"), className: try fields.optionalString("class"),
-                values: try fields.object("values"), generatedID: try fields.string("generatedId"))
+                values: try fields.object("values"), generatedID: try fields.string("generatedId"),
+                owner: try fields.optionalString("owner"))
         case "patch":
             self = .patch(
                 object: try fields.string("object"), values: try fields.object("values"),
@@ -223,7 +227,7 @@ extension Command.Action {
                 id: try fields.string("id"), tokenHash: try fields.string("tokenHash"),
                 name: try fields.optionalString("name"), lease: try fields.int("lease"),
                 retainObserved: try fields.bool("retainObserved"), replay: try fields.int("replay"),
-                client: try fields.optionalString("client"))
+                client: try fields.optionalString("client"), onRemove: fields.optionalJSON("onRemove"))
         case "deleteObserver": self = .deleteObserver(observer: try fields.string("observer"))
         case "keepalive": self = .keepalive(observer: try fields.string("observer"))
         case "progress": self = .progress(observer: try fields.string("observer"))

@@ -43,8 +43,9 @@ public struct Command: Sendable, Equatable {
         case defineClass(name: String, definition: JSON)
         case deleteClass(name: String)
         // Objects and values
-        /// `generatedID` is used when `id` is nil.
-        case createObject(id: String?, className: String?, values: JSONObject, generatedID: String)
+        /// `generatedID` is used when `id` is nil. `owner`: the observer it lives as long as (section 14).
+        case createObject(
+            id: String?, className: String?, values: JSONObject, generatedID: String, owner: String? = nil)
         case patch(object: String, values: JSONObject, ifRevision: Int?)
         case deleteObject(object: String)
         case setValue(object: String, keyPath: String, value: JSON, ifRevision: Int?)
@@ -54,9 +55,10 @@ public struct Command: Sendable, Equatable {
         // Observers and registrations
         /// `tokenHash`: the SHA-256 of the token the client is given (the state never holds tokens).
         /// `client`: the client name whose own changes its `skipOwn` registrations skip (section 7.3).
-        case createObserver(
+        /// `onRemove`: patches `[{"object", "values"}]` applied when it is removed (section 14).
+        indirect case createObserver(
             id: String, tokenHash: String, name: String?, lease: Int, retainObserved: Bool, replay: Int,
-            client: String? = nil)
+            client: String? = nil, onRemove: JSON? = nil)
         case deleteObserver(observer: String)
         case keepalive(observer: String)
         /// A delivery barrier (section 7.2): each of the observer's streams gets one `progress`

@@ -35,7 +35,7 @@ extension ObjectGraph {
 
     /// What scopes match an object by (section 13): fixed for as long as it exists.
     func identity(of object: StoredObject) -> ObjectIdentity {
-        ObjectIdentity(id: object.id, className: object.className)
+        ObjectIdentity(id: object.id, className: object.className, ownerToken: object.ownerToken)
     }
 
     /// Whether `filter` lets its reader see object `id` (nil: no filter; a missing object is not seen).
@@ -169,9 +169,11 @@ extension ObjectGraph {
         } else {
             for (key, value) in object.values { values[key] = readable(value, filter: filter) }
         }
-        return ObjectSnapshot(
+        var snapshot = ObjectSnapshot(
             id: object.id, className: object.className, revision: object.revision,
             createdAt: object.createdAt, values: values, retainedBy: retainedBy)
+        snapshot.owner = object.owner
+        return snapshot
     }
 
     /// A stored value as reads show it: a dangling reference at the top reads as `null`, as

@@ -18,6 +18,8 @@ struct ObjectGraph: Sendable {
     var objectIDsByClass: [String: SortedIDs] = [:]
     /// Objects deleted while an observer retains them (`retainObserved`): still readable.
     var pendingRelease: Set<String> = []
+    /// The objects each observer owns (section 14), deleted with it.
+    var owned: [String: Set<String>] = [:]
 
     var checker: KeyPathChecker {
         KeyPathChecker { [classes] name in classes[name]?.schema }
@@ -45,6 +47,7 @@ struct ObjectGraph: Sendable {
         objects[object.id] = object
         objectIDs.insert(object.id)
         if let className = object.className { objectIDsByClass[className, default: SortedIDs()].insert(object.id) }
+        if let owner = object.owner { owned[owner, default: []].insert(object.id) }
     }
 
     /// Takes an object out of the graph and its indexes.
@@ -52,6 +55,10 @@ struct ObjectGraph: Sendable {
         guard let object = objects.removeValue(forKey: id) else { return }
         pendingRelease.remove(id)
         objectIDs.remove(id)
+        if let owner = object.owner {
+            owned[owner]?.remove(id)
+            if owned[owner]?.isEmpty == true { owned[owner] = nil }
+        }
         if let className = object.className {
             objectIDsByClass[className]?.remove(id)
             if objectIDsByClass[className]?.count == 0 { objectIDsByClass[className] = nil }

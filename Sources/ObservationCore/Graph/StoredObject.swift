@@ -6,6 +6,10 @@ struct StoredObject: Sendable {
     var revision: Int
     let createdAt: Timestamp
     var values: JSONObject
+    /// The observer it lives as long as (section 14), fixed at creation.
+    var owner: String? = nil
+    /// The scoped token (or JWT) that made its owner: what `owned` scopes match.
+    var ownerToken: String? = nil
 }
 
 /// A read-only view of an object, as `GET /v1/objects/{id}` shows it.
@@ -18,6 +22,8 @@ public struct ObjectSnapshot: Sendable, Equatable {
     public let values: JSONObject
     /// Observers whose `retainObserved` keeps this object alive.
     public let retainedBy: [String]
+    /// The observer it lives as long as (section 14).
+    public var owner: String? = nil
 }
 
 /// What deleting an object did.
@@ -69,7 +75,7 @@ public struct BufferFigures: Sendable {
 extension ObjectSnapshot {
     /// `{"id", "class", "revision", "createdAt", "values", "retainedBy"}`.
     public var json: JSONObject {
-        [
+        let members: JSONObject = [
             "id": .string(id),
             "class": className.map(JSON.string) ?? .null,
             "revision": .int(revision),
@@ -77,5 +83,6 @@ extension ObjectSnapshot {
             "values": .object(values),
             "retainedBy": .array(retainedBy.map(JSON.string)),
         ]
+        return members.adding("owner", owner.map(JSON.string))
     }
 }

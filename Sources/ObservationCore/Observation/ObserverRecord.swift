@@ -14,6 +14,8 @@ struct ObserverRecord: Sendable {
     var access: Access? = nil {
         didSet { reader = access?.readFilter }
     }
+    /// Patches applied when it is removed (section 14's `onRemove`), in order.
+    var onRemove: [RemovalPatch] = []
     /// What its registrations may read: `access`'s filter, made once.
     private(set) var reader: ReadFilter? = nil
     let createdAt: Timestamp
@@ -59,6 +61,8 @@ public struct ObserverSnapshot: Sendable {
     public let client: String?
     /// The scoped token (or JWT) that made it (section 13); nil: the admin.
     public var tokenID: String? = nil
+    /// Its `onRemove` patches (section 14), as `{"object", "values"}`.
+    public var onRemove: [JSON] = []
     /// The registrations, in creation order (only filled for a single observer).
     public let registrations: [RegistrationSnapshot]
     /// The subscriptions, in creation order (only filled for a single observer).
@@ -88,4 +92,15 @@ public struct ObserverSettings: Sendable {
 
     static let leaseRange = 1...86_400
     static let replayRange = 1...100_000
+}
+
+/// One `onRemove` patch (section 14): values set on an object, in the revision that removes the
+/// observer, whatever its token's state by then; skipped if the object is gone.
+struct RemovalPatch: Sendable, Equatable {
+    let object: String
+    let values: JSONObject
+
+    static let max = 16
+
+    var json: JSON { ["object": .string(object), "values": .object(values)] }
 }

@@ -7,17 +7,20 @@ extension JournalBatch.Entity {
         case .class(let record):
             return ["definition": .object(record.schema.json), "revision": .int(record.revision)]
         case .object(let object, let pendingRelease):
-            return [
+            let members: JSONObject = [
                 "class": object.className.map(JSON.string) ?? .null, "revision": .int(object.revision),
                 "createdAt": .int(Int(object.createdAt.milliseconds)), "values": .object(object.values),
                 "pendingRelease": .bool(pendingRelease),
             ]
+            return .object(
+                members.adding("owner", object.owner.map(JSON.string))
+                    .adding("ownerToken", object.ownerToken.map(JSON.string)))
         case .observer(let observer):
             return [
                 "name": .string(observer.name), "tokenHash": .string(observer.tokenHash), "lease": .int(observer.lease),
                 "retainObserved": .bool(observer.retainObserved), "replay": .int(observer.log.capacity),
                 "client": observer.client.map(JSON.string) ?? .null,
-                "access": observer.access?.json ?? .null,
+                "access": observer.access?.json ?? .null, "onRemove": .array(observer.onRemove.map(\.json)),
                 "createdAt": .int(Int(observer.createdAt.milliseconds)), "lastEventId": .int(observer.lastEventID),
                 // Read back only from exact (cluster) checkpoints; a start of one server resets them.
                 "expiresAt": observer.expiresAt.map { .int(Int($0.milliseconds)) } ?? .null,

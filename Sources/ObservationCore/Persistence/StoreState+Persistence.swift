@@ -149,10 +149,13 @@ extension StoreState {
         if let className, graph.classes[className] == nil {
             throw document.failure("its class \(className) is not stored")
         }
-        graph.insert(
-            StoredObject(
-                id: id, className: className, revision: try document.int("revision"),
-                createdAt: try document.timestamp("createdAt"), values: try document.object("values")))
+        var object = StoredObject(
+            id: id, className: className, revision: try document.int("revision"),
+            createdAt: try document.timestamp("createdAt"), values: try document.object("values"))
+        // Data directories from before owners (section 14) have neither field.
+        if document.members["owner"] != nil { object.owner = try document.optionalString("owner") }
+        if document.members["ownerToken"] != nil { object.ownerToken = try document.optionalString("ownerToken") }
+        graph.insert(object)
         if try document.bool("pendingRelease") { graph.pendingRelease.insert(id) }
     }
 
@@ -182,6 +185,14 @@ extension StoreState {
                 access = access.with(grant: token.access.grant)
             }
             record.access = access
+        }
+        if case .array(let patches)? = document.members["onRemove"] {
+            for patch in patches {
+                guard case .object(let members) = patch, case .string(let object)? = members["object"],
+                    case .object(let values)? = members["values"]
+                else { throw document.failure("an onRemove patch is unreadable") }
+                record.onRemove.append(RemovalPatch(object: object, values: values))
+            }
         }
         observers.insert(record, at: time)
     }

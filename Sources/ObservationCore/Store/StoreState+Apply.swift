@@ -49,9 +49,10 @@ extension StoreState {
             return .classDefined(snapshot, created: created)
         case .deleteClass(let name):
             return .removed(revision: try deleteClass(name))
-        case .createObject(let id, let className, let values, let generatedID):
+        case .createObject(let id, let className, let values, let generatedID, let owner):
             return .objectCreated(
-                try createObject(id: id, className: className, values: values, generatedID: generatedID, at: time))
+                try createObject(
+                    id: id, className: className, values: values, generatedID: generatedID, owner: owner, at: time))
         case .patch(let object, let values, let ifRevision):
             return .revision(try patch(values, of: object, ifRevision: ifRevision))
         case .deleteObject(let object):
@@ -63,11 +64,13 @@ extension StoreState {
                 try mutate(kind, indexes: indexes, values: values, at: keyPath, of: object, ifRevision: ifRevision))
         case .notify(let object, let keyPaths):
             return .revision(try notify(object, keyPaths: keyPaths))
-        case .createObserver(let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client):
+        case .createObserver(
+            let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client, let onRemove):
             let settings = ObserverSettings(
                 name: name, lease: lease, retainObserved: retainObserved, replay: replay, client: client)
             return .observerCreated(
-                try createObserver(id: id, tokenHash: tokenHash, settings: settings, access: access, at: time))
+                try createObserver(
+                    id: id, tokenHash: tokenHash, settings: settings, access: access, onRemove: onRemove, at: time))
         case .deleteObserver(let observer):
             return .removed(revision: try removeObserver(observer, reason: "deleted"))
         case .keepalive(let observer):

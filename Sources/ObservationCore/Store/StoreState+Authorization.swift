@@ -14,9 +14,12 @@ extension StoreState {
         switch action {
         case .defineClass, .deleteClass, .createToken, .changeToken, .revokeToken:
             throw Self.forbidden("only the admin token may change classes and tokens")
-        case .createObject(let id, let className, _, let generatedID):
+        case .createObject(let id, let className, _, let generatedID, let owner):
+            // An owner a scoped token names is one of its own observers (section 14).
+            if let owner { try checkManages(owner, principal) }
             guard let access else { return nil }
-            let identity = ObjectIdentity(id: id ?? generatedID, className: className)
+            let ownerToken = owner.flatMap { observers[$0]?.access?.tokenID }
+            let identity = ObjectIdentity(id: id ?? generatedID, className: className, ownerToken: ownerToken)
             guard access.allows(.create, identity) else {
                 throw Self.forbidden(
                     "this token may not create object '\(identity.id)' of class \(className ?? "none")")

@@ -2,9 +2,11 @@
 
 extension StoreState {
     mutating func createObject(
-        id: String?, className: String?, values: JSONObject, generatedID: String, at time: Timestamp
+        id: String?, className: String?, values: JSONObject, generatedID: String, owner: String? = nil,
+        at time: Timestamp
     ) throws(CoreError) -> ObjectSnapshot {
         if let id { try Names.checkID(id, "object id") }
+        if let owner { _ = try observers.existing(owner) }
         if let id, graph.objects[id] != nil {
             throw CoreError(.conflict, "object '\(id)' already exists", details: ["object": .string(id)])
         }
@@ -32,7 +34,9 @@ extension StoreState {
             throw error
         }
         let revision = nextRevision()
-        let object = StoredObject(id: id, className: className, revision: revision, createdAt: time, values: values)
+        var object = StoredObject(id: id, className: className, revision: revision, createdAt: time, values: values)
+        object.owner = owner
+        object.ownerToken = owner.flatMap { observers[$0]?.access?.tokenID }
         graph.insert(object)
         journal.mark(.object, id)
         let created = snapshot(object)
@@ -101,6 +105,22 @@ extension StoreState {
         let revision = nextRevision()
         removeObject(id, revision: revision)
         return .deleted(revision: revision)
+    }
+
+    /// Deletes an object whose owner is removed, under the removal's revision, as `DELETE` does:
+    /// `releasePending` while an observer retains it (section 14).
+    mutating func deleteOwned(_ id: String, revision: Int) {
+        guard graph.objects[id] != nil else { return }
+        let retainedBy = retainers(of: id)
+        guard retainedBy.isEmpty else {
+            guard graph.pendingRelease.insert(id).inserted else { return }
+            journal.mark(.object, id)
+            emitAdmin(
+                "objectReleasePending",
+                ["object": .string(id), "retainedBy": .array(retainedBy.map(JSON.string)), "revision": .int(revision)])
+            return
+        }
+        removeObject(id, revision: revision)
     }
 
     /// Removes an object now: its registrations are cancelled (`objectDeleted`), and

@@ -2,8 +2,10 @@
 
 extension StoreState {
     mutating func createObserver(
-        id: String, tokenHash: String, settings: ObserverSettings, access: Access? = nil, at time: Timestamp
+        id: String, tokenHash: String, settings: ObserverSettings, access: Access? = nil, onRemove: JSON? = nil,
+        at time: Timestamp
     ) throws(CoreError) -> ObserverSnapshot {
+        let patches = try removalPatches(onRemove, access: access)
         if let name = settings.name { try Names.checkID(name, "observer name") }
         if let client = settings.client { try Names.checkID(client, "client name") }
         guard ObserverSettings.leaseRange.contains(settings.lease) else {
@@ -26,6 +28,7 @@ extension StoreState {
                     label: id, capacity: settings.replay, maxBytes: limits.maxReplayBytes, gated: journal.enabled),
             lastEventID: 0)
         record.access = access
+        record.onRemove = patches
         // A scoped token's writes carry its client (section 13); its observers skip that echo.
         if record.client == nil, let client = access?.client { record.client = client }
         observers.insert(record, at: time)
@@ -50,12 +53,41 @@ extension StoreState {
             subscriptionList: withRegistrations ? center.owned(by: id).map(\.snapshot) : [],
             queryList: withRegistrations ? queries.owned(by: id).map { querySnapshot($0) } : [])
         snapshot.tokenID = observer.access?.tokenID
+        snapshot.onRemove = observer.onRemove.map(\.json)
         return snapshot
     }
 
-    /// Removes an observer and everything it owns (unobserveAll), as `DELETE` or lease expiry.
+    /// `onRemove` checked now (section 14): at most 16 patches, each of an existing object, with
+    /// valid keys and values, that the token may write (400, 404, 403 otherwise).
+    func removalPatches(_ json: JSON?, access: Access?) throws(CoreError) -> [RemovalPatch] {
+        guard let json, json != .null else { return [] }
+        guard case .array(let items) = json, items.count <= RemovalPatch.max else {
+            throw CoreError(
+                .invalidRequest, "onRemove is a list of at most \(RemovalPatch.max) patches",
+                details: ["field": "onRemove"])
+        }
+        var patches: [RemovalPatch] = []
+        for (index, item) in items.enumerated() {
+            guard case .object(let members) = item, case .string(let object)? = members["object"],
+                case .object(let values)? = members["values"], members.count == 2
+            else {
+                throw CoreError(
+                    .invalidRequest, "onRemove[\(index)] is {\"object\": id, \"values\": {…}}",
+                    details: ["field": .string("onRemove[\(index)]")])
+            }
+            _ = try graph.existingObject(object)
+            try check(.write, on: object, for: access)
+            _ = try patchTargets(values, of: object)
+            patches.append(RemovalPatch(object: object, values: values))
+        }
+        return patches
+    }
+
+    /// Removes an observer and everything it owns (unobserveAll), as `DELETE` or lease expiry:
+    /// under the same revision, the objects it owns are deleted (as `DELETE` would) and then its
+    /// `onRemove` patches applied, each to an object still there (section 14).
     mutating func removeObserver(_ id: String, reason: String) throws(CoreError) -> Int {
-        _ = try observers.existing(id)
+        let removed = try observers.existing(id)
         let revision = nextRevision()
         let owned = registrations.owned(by: id)
         for registration in owned { removeRegistration(registration, reason: "observerRemoved", revision: revision) }
@@ -68,6 +100,12 @@ extension StoreState {
         journal.mark(.lastEventID, id)
         emitAdmin("observerRemoved", ["observer": .string(id), "reason": .string(reason), "revision": .int(revision)])
         releaseObjects(owned.map(\.objectID), revision: revision)
+        for object in (graph.owned[id] ?? []).sorted() { deleteOwned(object, revision: revision) }
+        for patch in removed.onRemove where graph.objects[patch.object] != nil {
+            // Checked at creation; a class replaced since may refuse a value: that patch is skipped.
+            guard let targets = try? patchTargets(patch.values, of: patch.object) else { continue }
+            applyPatch(targets, of: patch.object, revision: revision)
+        }
         return revision
     }
 

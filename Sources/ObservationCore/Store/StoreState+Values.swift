@@ -22,6 +22,14 @@ extension StoreState {
         let object = try graph.existingObject(id)
         try graph.checkRevision(object, ifRevision)
         guard !values.isEmpty else { return object.revision }
+        let targets = try patchTargets(values, of: id)
+        let revision = nextRevision()
+        applyPatch(targets, of: id, revision: revision)
+        return revision
+    }
+
+    /// Where each of `values`' keys goes on object `id`, each checked (nothing is stored).
+    func patchTargets(_ values: JSONObject, of id: String) throws(CoreError) -> [(WriteTarget, JSON)] {
         var targets: [(WriteTarget, JSON)] = []
         for (key, value) in values {
             guard Names.isValidKey(key) else {
@@ -33,13 +41,16 @@ extension StoreState {
             try graph.checkAssignable(value, to: target)
             targets.append((target, value))
         }
+        return targets
+    }
+
+    /// Stores checked `targets` of object `id` under `revision`, with their records and events.
+    mutating func applyPatch(_ targets: [(WriteTarget, JSON)], of id: String, revision: Int) {
         let probe = queries.isEmpty ? nil : queryProbe(id, keys: targets.map(\.0.key))
-        let revision = nextRevision()
         for (target, value) in targets { store(value, at: target, revision: revision) }
         propagate(targets.map { write(at: $0.0, storing: $0.1) }, revision: revision)
         if let probe { noteQueryChanges(probe) }
         for (target, value) in targets { emitValueChanged(target, value, revision: revision) }
-        return revision
     }
 
     /// Applies a to-many mutation to the array at `keyPath`.
