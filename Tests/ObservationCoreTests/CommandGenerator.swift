@@ -193,7 +193,10 @@ struct CommandGenerator {
         var values: JSONObject = ["name": .string(word()), "friends": []]
         if chance(0.5) { values["boss"] = .reference(person()) }
         if !conflict { people.append(id) }
-        return .createObject(id: id, className: "Person", values: values, generatedID: "obj_unused")
+        // Some live as long as an observer (section 14): deleted when it is removed or expires.
+        return .createObject(
+            id: id, className: "Person", values: values, generatedID: "obj_unused",
+            owner: chance(0.1) ? observer() : nil)
     }
 
     /// Scopes of three shapes: some people by id, every person, and objects by id alone.
@@ -242,7 +245,8 @@ struct CommandGenerator {
         return .createObserver(
             id: id, tokenHash: "hash\(serial)", name: chance(0.1) ? "bad name" : nil,
             lease: chance(0.15) ? pick(1..<4) : pick(600..<3600),
-            retainObserved: chance(0.4), replay: chance(0.1) ? 0 : pick(1..<50), client: chance(0.5) ? "tab0" : nil)
+            retainObserved: chance(0.4), replay: chance(0.1) ? 0 : pick(1..<50), client: chance(0.5) ? "tab0" : nil,
+            onRemove: chance(0.15) ? [["object": .string(person()), "values": ["nick": .string(word())]]] : nil)
     }
 
     private mutating func observe() -> Command.Action {

@@ -31,8 +31,9 @@ struct DeterminismTests {
             "kinds never generated: \(Set(Self.allKinds).subtracting(kinds.keys))")
         if case .int(let refused)? = fixed["refused"], case .int(let events)? = fixed["events"] {
             #expect(refused > commands.count / 20 && refused < commands.count / 2, "refused \(refused)")
-            // Most commands make events (throttled registrations fold some of theirs).
-            #expect(events > commands.count * 3 / 4, "only \(events) events")
+            // Many commands make events (throttled registrations fold some of theirs; commands made
+            // with tokens, owners and onRemove patches are refused more often than the admin's).
+            #expect(events > commands.count / 2, "only \(events) events")
         }
         print("determinism (seed \(seed)): \(String(decoding: JSON.object(fixed).encoded(), as: UTF8.self))")
     }
