@@ -12,10 +12,10 @@ contract (section 13) by `expected` below, never written per cell; every refused
 every read, asserts that nothing changed: the admin's `GET /v1/stats` revision and the admin
 stream's lastEventId are the same before and after.
 
-`owned` (objects owned by an observer a token made, section 14) cannot be exercised yet: objects
-get owners with issue 37. The `owned` credential's only object scope is `{"owned": true}`, so its
-row must match nothing at all: every existing object is refused to it, it creates nothing.
-When owners arrive, this file gains owned / not-owned object targets.
+`owned` (objects owned by an observer a token made, section 14): the targets `owned` and `not owned`
+are Doc objects (ids outside every `ids` pattern) owned by an observer the credential's token made,
+or one another token made. The `owned` credential's only object scope is `{"owned": true}`: it may
+do everything to the first and nothing to the second, nor to any object without an owner.
 
 Then the leak tests of the issue: references to unreadable objects read as null in change
 records; query windows and totals never show unreadable objects; `/v1/events` is the admin's;
@@ -46,7 +46,7 @@ SCOPES = [
     {"allow": OBJECT_ACTIONS, "class": "Doc", "ids": "room1-*"},
     {"allow": ["post", "subscribe"], "names": "chat.room1.*"},
 ]
-# Owners arrive with section 14 (issue 37): until then `owned: true` matches no object at all.
+# Objects whose owner is an observer the token made (section 14).
 OWNED_SCOPES = [{"allow": OBJECT_ACTIONS, "owned": True}]
 # No object scope, no observe/subscribe: classes are not its to read, observers not its to make.
 POST_ONLY_SCOPES = [{"allow": ["post"], "names": "chat.*"}]
@@ -71,11 +71,11 @@ class Grant:
         self.scopes = scopes
         self.actions = {action for scope in scopes for action in scope["allow"]}
 
-    def allows(self, action, object_id, class_name):
-        """`action` on an existing object. `owned` matches nothing yet (no object has an owner)."""
+    def allows(self, action, object_id, class_name, mine=False):
+        """`action` on an existing object; `mine`: its owner is an observer this token made."""
         return any(
-            action in scope["allow"] and not scope.get("owned")
-            and ("class" in scope or "ids" in scope)
+            action in scope["allow"] and (mine or not scope.get("owned"))
+            and ("class" in scope or "ids" in scope or scope.get("owned"))
             and scope.get("class", class_name) == class_name
             and glob(scope.get("ids", "*"), object_id)
             for scope in self.scopes)
@@ -146,6 +146,9 @@ OBJECTS = {
     # a room1 Doc whose `ref` points at a readable room1 Doc / an unreadable room2 Doc
     "ref in": ("room1-", "Doc", True),
     "ref out": ("room1-", "Doc", True),
+    # Doc objects owned by an observer the credential's token made / another token made (section 14)
+    "owned": ("own-", "Doc", True),
+    "not owned": ("own-", "Doc", True),
 }
 # What POST /v1/objects asks for: (id prefix or None for a generated id, class, id taken already).
 CREATES = {
@@ -187,8 +190,9 @@ class Cell:
 
     @property
     def stream(self):
-        """An event stream (SSE, NDJSON, poll): the only routes that take `?access_token=`."""
-        return self.route.endswith("/events")
+        """An event stream (SSE, NDJSON, poll), or the beacon's removal (section 14): the only routes
+        that take `?access_token=`."""
+        return self.route.endswith("/events") or self.route.endswith("/remove")
 
 
 def admin_status(cell):
@@ -239,7 +243,7 @@ def expected(credential, cell):
         prefix, class_name, exists = OBJECTS[cell.obj]
         if not exists:  # 404 only where the action could be allowed: else a 404 would tell what exists
             return 404 if grant.might_allow(cell.action, prefix + "x") else 403
-        if not grant.allows(cell.action, prefix + "x", class_name):
+        if not grant.allows(cell.action, prefix + "x", class_name, mine=cell.obj == "owned"):
             return 403
         if cell.obj == "ref out" and cell.action == "write" and not grant.allows("write", "room2-x", "Doc"):
             return 403  # a write through a reference writes the referenced object: decided too
@@ -322,6 +326,9 @@ def build_cells():
         base = "/v1/observers/{observer}"
         add("GET", "/v1/observers/{id}", target, "observer", base, observer=target, read=True)
         add("DELETE", "/v1/observers/{id}", target, "observer", base, ok=204, observer=target)
+        for suffix, in_query in [("", False), (", access_token", True)]:  # navigator.sendBeacon's route
+            add("POST", "/v1/observers/{id}/remove", target + suffix, "observer", base + "/remove", ok=204,
+                observer=target, token_in_query=in_query)
         add("POST", "/v1/observers/{id}/keepalive", target, "observer", base + "/keepalive", observer=target)
         add("POST", "/v1/observers/{id}/progress", target, "observer", base + "/progress", observer=target)
         for suffix, in_query in [("", False), (", access_token", True)]:
@@ -460,6 +467,7 @@ class World:
         self.tokens = {"admin": "admin", "none": None}  # credential name -> bearer secret
         self.token_ids = {}  # credential name -> token id (tok_…, or a JWT's jti)
         self.fixed_own = {}  # credential name -> an observer it made (for ended credentials)
+        self.owner_of = {}  # object id -> the credential that made its owner (section 14)
         self.admin_last = 0
 
     def call(self, *args, **kwargs):
@@ -529,10 +537,21 @@ class World:
 
     # -- each cell's targets, made by the admin before the cell's request --
 
-    def object_target(self, target, n):
+    def object_target(self, target, n, credential):
         prefix, class_name, exists = OBJECTS[target]
         object_id = f"{prefix}c{n}"
-        if target.startswith("ref"):
+        if target in ("owned", "not owned"):
+            if credential.kind in ("ended", "none") or not (credential.grant or Grant([])).may_make_observers():
+                maker = "admin"  # a credential that makes no observers: any owner is another's
+            elif target == "owned":
+                maker = credential.maker or credential.name
+            else:
+                maker = credential.other_maker
+            owner = self.new_observer(maker)[0]
+            self.owner_of[object_id] = maker
+            self.ok("POST", "/v1/objects", {"id": object_id, "class": class_name, "owner": owner,
+                                            "values": {"title": object_id, "tags": []}})
+        elif target.startswith("ref"):
             referenced = f"{'room1-' if target == 'ref in' else 'room2-'}c{n}-t"
             self.create(referenced, "Doc")
             self.create(object_id, "Doc", {"title": object_id, "ref": {"$ref": referenced}, "tags": []})
@@ -582,7 +601,7 @@ class World:
                 if taken:
                     self.create(values["object"], class_name)
         elif cell.obj:
-            values["object"] = self.object_target(cell.obj, n)
+            values["object"] = self.object_target(cell.obj, n, credential)
         if cell.fresh == "class":
             values["cls"] = f"Class{n}"
             self.ok("PUT", f"/v1/classes/Class{n}", CLASS_DEFINITION)
@@ -634,8 +653,10 @@ def world():
 ERROR_CODES = {401: "unauthorized", 403: "forbidden", 404: "notFound", 409: "conflict"}
 
 
-def readable(grant, object_id, class_name):
-    return grant is None or grant.allows("read", object_id, class_name)
+def readable(grant, object_id, class_name, world=None, credential=None):
+    """Whether `grant` reads the object; an owned one is the credential's when its owner's maker is."""
+    mine = world is not None and world.owner_of.get(object_id) == (credential.maker or credential.name)
+    return grant is None or grant.allows("read", object_id, class_name, mine=mine)
 
 
 def check_answer(world, credential, cell, answer, values):
@@ -643,14 +664,15 @@ def check_answer(world, credential, cell, answer, values):
     grant = credential.reader()
     if cell.route == "/v1/objects" and cell.method == "GET":
         for item in answer["objects"]:
-            assert readable(grant, item["id"], item["class"]), f"{credential.name} was shown {item['id']}"
+            assert readable(grant, item["id"], item["class"], world, credential), (
+                f"{credential.name} was shown {item['id']}")
     elif cell.route == "/v1/query":
         everything = world.ok("POST", "/v1/query", cell.body)
         classes = [cell.body["class"]] if "class" in cell.body else ["Doc", "Other"]
         allowed = set()
         for class_name in classes:
             ids = [o["id"] for o in world.ok("POST", "/v1/query", {"class": class_name, "limit": 10000})["objects"]]
-            allowed |= {i for i in ids if readable(grant, i, class_name)}
+            allowed |= {i for i in ids if readable(grant, i, class_name, world, credential)}
         shown = [o["id"] for o in answer["objects"]]
         assert set(shown) == allowed and answer["total"] == len(allowed) <= everything["total"], (
             f"{credential.name}'s query answer {shown[:20]}… total {answer['total']}, readable {len(allowed)}")
