@@ -3,9 +3,11 @@ the real server: two tabs join a room and each sees both; closing a tab removes 
 within the lease + 2 s; reloading a tab never makes it leave (it goes on with the same observer, kept in
 the tab's sessionStorage); with `beacon: true` a closed tab leaves at once.
 
-The pages are a real HTML page (a reload must run it again), served from a copy of Public/ with it added.
+The pages are a real HTML page (a reload must run it again), served from a copy of Public/ with it added;
+the README's "Presence in ten lines" page is served and run the same way.
 """
 
+import re
 import shutil
 import time
 from urllib.parse import urlencode
@@ -33,11 +35,19 @@ PAGE = """<!doctype html>
 """
 
 
-def start(server_factory, tmp_path):
+def readme_page():
+    """The README's "Presence in ten lines" page, as written."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Presence in ten lines"):]
+    return re.search(r"```html\n(.*?)```", section, re.S).group(1)
+
+
+def start(server_factory, tmp_path, token=ADMIN):
     public = tmp_path / "public"
     shutil.copytree(ROOT / "Public", public)
     (public / "presence.html").write_text(PAGE)
-    server = server_factory("--public-dir", str(public), token=ADMIN).start()
+    (public / "readme-presence.html").write_text(readme_page())
+    server = server_factory("--public-dir", str(public), token=token).start()
     status, answer = server.request("PUT", "/v1/classes/Presence", {"properties": {
         "room": {"type": "string"}, "user": {"type": "string"}, "status": {"type": "string"}}})
     assert status == 201, answer
@@ -156,6 +166,29 @@ def test_with_beacon_a_closed_tab_leaves_at_once(server_factory, browser, tmp_pa
         browser.execute_async_script("room.leave().then(arguments[0])")
         assert presence_objects(server) == []
         assert server.request("GET", "/v1/observers")[1]["observers"] == []
+    finally:
+        for handle in browser.window_handles:
+            if handle != home:
+                browser.switch_to.window(handle)
+                browser.close()
+        browser.switch_to.window(home)
+
+
+def test_the_readmes_presence_page_runs_as_written(server_factory, browser, tmp_path):
+    server = start(server_factory, tmp_path, token=None)  # the README's server runs open
+    home = browser.current_window_handle
+    try:
+        tabs = {}
+        for user in ("ann", "ben"):
+            browser.switch_to.new_window("tab")
+            browser.get(f"{server.url}/readme-presence.html?user={user}")
+            tabs[user] = browser.current_window_handle
+        for user, handle in tabs.items():
+            browser.switch_to.window(handle)
+            until(browser, "document.getElementById('count').value === '2'", timeout=10,
+                  message=f"{user}'s page never showed 2 members")
+            assert browser.find_element("id", "who").text == "ann, ben"
+        assert presence_objects(server) == ["ann", "ben"]
     finally:
         for handle in browser.window_handles:
             if handle != home:
