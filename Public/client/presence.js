@@ -103,6 +103,7 @@ export class Presence {
       this.state = "failed";
       this.stream?.close();
       this.forget();
+      this.unlisten();
       if (fresh && this.observer) this.observer.request("POST", "/remove").catch(() => {});
       throw error;
     }
@@ -176,6 +177,7 @@ export class Presence {
     }
     this.generation += 1;
     this.state = "failed";
+    this.unlisten();
     this.emit("onError", error);
   }
 
@@ -203,9 +205,13 @@ export class Presence {
     this.stream?.close();
     this.query?.end();
     this.forget();
+    this.unlisten();
+    return true;
+  }
+
+  unlisten() {
     this.page.removeEventListener?.("pagehide", this.onPageHide);
     this.page.removeEventListener?.("pageshow", this.onPageShow);
-    return true;
   }
 
   /** The URL the beacon posts to: the removal, with the observer's own token in the query. */

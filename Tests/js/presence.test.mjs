@@ -264,3 +264,16 @@ test("an observer gone for good (its lease ran out while away) is joined again",
   assert.deepEqual(totals, [1, 2]);
   assert.equal(JSON.parse([...page.storage.values()][0]).observer, "obs_2");
 });
+
+test("a refused step rejects the join and leaves nothing behind: the observer is removed, its stream closed", async () => {
+  const { server, client } = setup([["obs_1", "tok_1"]], {
+    "POST /v1/objects": async () => [400, { error: { code: "unknownKeyPath", message: "Presence has no key 'mood'" } }],
+  });
+  const page = fakePage();
+  await assert.rejects(client.presence("r1", { mood: "fine" }, { window: page }),
+    (error) => error.status === 400 && error.code === "unknownKeyPath");
+  await until(() => server.posts("/v1/observers/obs_1/remove").length === 1, "the removal");
+  assert.ok(server.streams[0].signal.aborted, "the stream is closed");
+  assert.equal(server.posts("/v1/observers/obs_1/queries").length, 0);
+  assert.equal(page.storage.size, 0);
+});
