@@ -1,7 +1,11 @@
-// Types for /client/obs.js, ObsServer's JavaScript client (the contract: API.md, sections 4–9, 12 and 13).
+// Types for /client/obs.js, ObsServer's JavaScript client (the contract: API.md, sections 4–9 and 12–14).
 
 import type { QueryMember, QueryRecord, QueryWindow } from "./query-window.js";
+import type { OnRemovePatch, PresenceOptions } from "./presence.js";
+import { Presence } from "./presence.js";
 export type { QueryMember, QueryRecord, QueryWindow };
+export type { OnRemovePatch, PresenceOptions };
+export { Presence };
 
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
 
@@ -56,6 +60,8 @@ export interface ObjectInfo {
   createdAt: string;
   values: Record<string, JSONValue>;
   retainedBy: string[];
+  /** The observer it lives as long as (contract 14); absent for an object without an owner. */
+  owner?: string;
 }
 
 export type KVOOption = "new" | "old" | "initial" | "prior" | "skipOwn";
@@ -84,7 +90,10 @@ export interface ObserverOptions {
   retainObserved?: boolean;
   /** `true`: this client's name, so that registrations may use "skipOwn". */
   client?: string | true;
+  /** Patches applied in the revision that removes the observer (at most 16; contract 14). */
+  onRemove?: OnRemovePatch[];
 }
+
 
 export interface ChangeRecord {
   observation: string;
@@ -316,7 +325,8 @@ export class ObsClient {
   headers(token?: string | null): Record<string, string>;
   /** One request: the answer's JSON (null for 204), or a rejected ObsError. */
   request(method: string, path: string, body?: unknown, options?: { token?: string | null }): Promise<any>;
-  createObject(body?: { id?: string; class?: string; values?: Record<string, JSONValue> }): Promise<ObjectInfo>;
+  /** `owner`: an observer the object lives as long as (contract 14). */
+  createObject(body?: { id?: string; class?: string; values?: Record<string, JSONValue>; owner?: string }): Promise<ObjectInfo>;
   getObject(id: string): Promise<ObjectInfo>;
   deleteObject(id: string): Promise<null | { state: "releasePending"; retainedBy: string[] }>;
   getValue(id: string, keyPath: string): Promise<{ keyPath: string; value: JSONValue; revision: number }>;
@@ -332,6 +342,13 @@ export class ObsClient {
   createObserver(options?: ObserverOptions): Promise<Observer>;
   observer(id: string, token?: string | null): Observer;
   adminStream(options?: StreamOptions): EventStream;
+  /**
+   * Joins `room` (contract 14) and resolves, once the member list is in, to a Presence: an observer
+   * with a short lease owning one object `{room, user, ...info}` of class `className`, and a live
+   * query of the room's members. Rejects (and leaves nothing behind) when a step is refused, e.g. a
+   * class that does not exist (404) or lacks a key of `info` (400).
+   */
+  presence(room: string, info?: Record<string, JSONValue>, options?: PresenceOptions): Promise<Presence>;
 }
 
 /** One scope of a scoped token (contract 13): the actions it allows on what it matches. */

@@ -1,6 +1,7 @@
 // ObsServer's JavaScript client: ES modules, no build step, no dependency but its own files
 // (./http.js errors and retries, ./stream.js EventStream, ./query.js live queries,
-// ./query-window.js and ./wire.js pure formats, ./token.js the token a function gives).
+// ./query-window.js and ./wire.js pure formats, ./token.js the token a function gives, ./presence.js
+// who is in a room).
 //
 //   import { ObsClient } from "/client/obs.js";
 //   const obs = new ObsClient();
@@ -9,6 +10,8 @@
 //   observer.stream({ onChange: (record) => console.log(record.new) });
 //   const open = await observer.query({ class: "Order", where: [["status", "==", "open"]], select: ["total"] });
 //   open.members; // [{id, values: {total}}], kept current from the stream
+//   const room = await obs.presence("r1", { status: "here" }); // who is in room r1 (contract 14)
+//   room.members; room.total; // kept current; room.leave()
 //
 // A scoped token (contract 13) may come from a function: `new ObsClient({ token: () => fetchJWT() })`.
 // Its token is held and asked for again before a JWT's exp and after a 401 "expired"; see ./token.js.
@@ -20,12 +23,13 @@
 // segments) are ./wire.js's, shared with the dashboard.
 
 import { ObsError, backoff, decode, retryAfter, sleep } from "./http.js";
+import { Presence, joinPresence } from "./presence.js";
 import { LiveQuery, QueryRouter, queryDefinition, registerQuery } from "./query.js";
 import { EventStream } from "./stream.js";
 import { TokenSource, expiredError } from "./token.js";
 import { segment as encodeSegment } from "./wire.js";
 
-export { EventStream, LiveQuery, ObsError };
+export { EventStream, LiveQuery, ObsError, Presence };
 export { jwtExpiry } from "./token.js";
 
 /** 64 characters of the id alphabet: a random byte picks one without bias (byte & 63). */
@@ -202,6 +206,17 @@ export class ObsClient {
 
   /** An Observer for one that exists, e.g. created elsewhere and handed over with its token. */
   observer(id, token = null) { return new Observer(this, { id, token }); }
+
+  // ---- presence (contract 14) ----
+
+  /**
+   * Joins `room` and resolves, once the member list is in, to a Presence: an observer with a short
+   * lease (`lease`, 10 s) owning one object of class `className` ("Presence", which the app defines)
+   * with the values `{room, user, ...info}` (`user`: this client's name), and a live query of the
+   * room's members (`members`, `total`, `onChange`). Closing the tab leaves when the lease runs out; a
+   * reload goes on with the same observer (sessionStorage), and never leaves. See ./presence.js.
+   */
+  presence(room, info = {}, options = {}) { return joinPresence(this, room, info, options); }
 
   /** The admin stream (`GET /v1/events`), opened: see EventStream for the options. */
   adminStream(options = {}) { return new EventStream(this, "/v1/events", options).open(); }

@@ -16,6 +16,7 @@ import { FormsView } from "./views/forms.js";
 import { GraphView } from "./views/graph.js";
 import { ObjectsView } from "./views/objects.js";
 import { ObserversView } from "./views/observers.js";
+import { PresenceView } from "./views/presence.js";
 import { QueryFormView } from "./views/query-form.js";
 import { TokenFormView } from "./views/token-form.js";
 import { TokensView } from "./views/tokens.js";
@@ -42,6 +43,7 @@ const objectsQuery = new ObjectsQuery(api, {
   onStatus: (status) => queryForm.showStatus(status),
 });
 new ObserversView($("observers-body"), model, { onWatch: watch, onDelete: deleteObserver });
+const presence = new PresenceView({ form: $("presence-form"), count: $("presence-count"), list: $("presence-members") }, model, api);
 new TokenFormView($("token-create-form"), $("token-secret"), api);
 new TokensView($("tokens-body"), model, api);
 
@@ -138,6 +140,7 @@ function stopAll() {
   adminStream?.close();
   adminStream = null;
   objectsQuery.stop();
+  presence.stop();
   stopWatching();
   clearInterval(pollTimer);
 }
@@ -178,7 +181,10 @@ function markLoaded() {
 }
 
 function showStreamState(state) {
-  if (state === "live") objectsQuery.nudge(); // the server is back: the query's stream need not wait out its backoff
+  if (state === "live") {
+    objectsQuery.nudge(); // the server is back: the query's stream need not wait out its backoff
+    presence.nudge();
+  }
   if (state === "live") setConnection("live", "live");
   else if (state === "connecting") setConnection("connecting", "connecting…");
   else if (state === "reconnecting") setConnection("error", "reconnecting…");

@@ -14,7 +14,7 @@ export class Model {
   }
 
   clear() {
-    /** id → {id, class, revision, createdAt, values, retainedBy, releasePending} */
+    /** id → {id, class, revision, createdAt, values, retainedBy, releasePending, owner?} */
     this.objects = new Map();
     /** id → observer summary (name, streams, expiresAt, lastEventId, backlog, dropped, …) */
     this.observers = new Map();
@@ -72,9 +72,12 @@ export class Model {
   }
 
   removeObject(id) {
-    if (!this.objects.delete(id)) return;
+    const object = this.objects.get(id);
+    if (!object) return;
+    this.objects.delete(id);
     this.emit("objectRemoved", id);
     this.emit("topology");
+    if (object.owner) this.emit("observers"); // its owner's row lists it
   }
 
   removeObserver(id) {
@@ -94,6 +97,7 @@ Model.prototype.handlers = {
     this.objects.set(object.id, { ...object });
     this.emit("object", object.id);
     this.emit("topology");
+    if (object.owner) this.emit("observers"); // its owner's row lists it
   },
 
   objectDeleted({ object }) {

@@ -1,5 +1,5 @@
 // The objects table: the window of the dashboard's live query (objects-query.js), in the query's
-// order. Each row: id, class, revision, one column per selected key path (the query's values,
+// order. Each row: id (and the observer that owns it, if any), class, revision, one column per selected key path (the query's values,
 // live from its records), all values (from the admin stream's model; nested ones expandable), and
 // Edit. A key path column's header sorts by it (again: the other way); the id header goes back to
 // the id order. Only rows whose member or object changed are rebuilt.
@@ -109,8 +109,10 @@ export class ObjectsView {
     const object = this.model.objects.get(member.id);
     const open = this.open.get(member.id) ?? new Set();
     const state = object?.releasePending ? ` (release pending: ${object.retainedBy.join(", ")})` : "";
-    return el("tr", { dataset: { object: member.id } },
-      el("td", { class: "mono" }, member.id, state),
+    // An owned object (contract 14) lives as long as its observer: marked with it.
+    const owner = object?.owner ? el("div", { class: "hint owner" }, "owner ", el("span", { class: "mono" }, object.owner)) : null;
+    return el("tr", { dataset: { object: member.id, owner: object?.owner ?? "" } },
+      el("td", { class: "mono" }, member.id, state, owner),
       el("td", {}, object ? object.class ?? "—" : "…"),
       el("td", { class: "mono" }, object ? String(object.revision) : "…"),
       columns.map((keyPath) => el("td", { class: "mono", "data-key-path": keyPath }, brief(member.values[keyPath] ?? null, 60))),

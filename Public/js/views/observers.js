@@ -1,5 +1,5 @@
 // The observers table: name (and the scoped token that made it), streams, lease countdown,
-// registrations, last event id, backlog, dropped; each row can open the observer's own stream or delete it. Rows are
+// registrations and the objects it owns (contract 14), last event id, backlog, dropped; each row can open the observer's own stream or delete it. Rows are
 // kept and their cells updated in place, so the figures refreshed every second never
 // take the keyboard focus away from a row's buttons.
 
@@ -7,6 +7,7 @@ import { el, schedule } from "../frame.js";
 import { queryLabel } from "../queries.js";
 
 const MAX_ROWS = 200;
+const MAX_OWNED = 5;
 
 export class ObserversView {
   constructor(body, model, { onWatch, onDelete }) {
@@ -32,6 +33,7 @@ export class ObserversView {
       add(owned, s.observer, "subscriptions", `notification ${s.name ?? "*"} from ${s.object ?? "*"}`);
     }
     for (const q of this.model.queries.values()) add(owned, q.observer, "queries", `query ${queryLabel(q)}`);
+    for (const o of this.model.objects.values()) if (o.owner) add(owned, o.owner, "objects", o);
     const ids = new Set(shown.map((observer) => observer.id));
     for (const id of this.entries.keys()) if (!ids.has(id)) this.entries.delete(id);
     for (const observer of shown) {
@@ -57,13 +59,15 @@ export class ObserversView {
       lastEventId: el("td", { class: "mono" }),
       backlog: el("td", { class: "mono" }),
       dropped: el("td", { class: "mono" }),
+      owns: el("div", { class: "hint owns" }),
     };
     // The token that made it never changes (contract 13): its name is looked up once.
     const token = observer.tokenId ? this.model.tokens.get(observer.tokenId) : null;
     const row = el("tr", { dataset: { observer: observer.id, token: observer.tokenId ?? "" } },
       el("td", {}, el("strong", {}, label), el("div", { class: "mono hint" }, observer.id),
         observer.tokenId ? el("div", { class: "hint token-of" }, "token ",
-          el("span", { class: "mono" }, token?.name ? `${token.name} (${observer.tokenId})` : observer.tokenId)) : null),
+          el("span", { class: "mono" }, token?.name ? `${token.name} (${observer.tokenId})` : observer.tokenId)) : null,
+        cells.owns),
       cells.streams, cells.lease, cells.registrations, cells.lastEventId, cells.backlog, cells.dropped,
       el("td", {},
         el("button", { type: "button", class: "secondary", "aria-label": `Watch the stream of ${label}`, onclick: () => this.onWatch(observer.id) }, "Watch"),
@@ -73,7 +77,7 @@ export class ObserversView {
     return { row, cells, observer, registrationsKey: null };
   }
 
-  fill(entry, observer, { observations = [], subscriptions = [], queries = [] } = {}) {
+  fill(entry, observer, { observations = [], subscriptions = [], queries = [], objects = [] } = {}) {
     entry.observer = observer;
     const { cells } = entry;
     setText(cells.streams, observer.streams ? `● ${observer.streams}` : "0");
@@ -81,6 +85,7 @@ export class ObserversView {
     setText(cells.backlog, String(observer.backlog ?? 0));
     setText(cells.dropped, String(observer.dropped ?? 0));
     this.showLease(entry);
+    this.showOwned(entry, objects);
     const registrations = [...observations, ...subscriptions, ...queries];
     const key = registrations.join("\n");
     if (key === entry.registrationsKey) return;
@@ -91,6 +96,21 @@ export class ObserversView {
       ? el("details", { open: wasOpen }, el("summary", {}, summary),
         el("ul", { class: "values" }, registrations.map((text) => el("li", {}, text))))
       : summary);
+  }
+
+  /** The objects it owns (contract 14), under its name: they go when it goes. */
+  showOwned({ cells }, objects) {
+    const ids = objects.map((object) => object.id).sort();
+    const key = ids.join("\n");
+    if (cells.owns.dataset.ids === key) return;
+    cells.owns.dataset.ids = key;
+    const shown = ids.slice(0, MAX_OWNED).map((id) => {
+      const object = this.model.objects.get(id);
+      return el("span", { class: "mono", dataset: { object: id } }, id, object?.class ? ` (${object.class})` : "");
+    });
+    cells.owns.replaceChildren(...(ids.length
+      ? ["owns ", ...shown.flatMap((span, n) => (n ? [", ", span] : [span])), ids.length > MAX_OWNED ? ` … ${ids.length - MAX_OWNED} more` : ""]
+      : []));
   }
 
   /** Lease: "held" while a stream is connected, else a countdown to `expiresAt`. */
@@ -114,6 +134,6 @@ function setText(cell, text) {
 
 /** Adds `text` to the `field` list of observer `id`. */
 function add(owned, id, field, text) {
-  if (!owned.has(id)) owned.set(id, { observations: [], subscriptions: [], queries: [] });
+  if (!owned.has(id)) owned.set(id, { observations: [], subscriptions: [], queries: [], objects: [] });
   owned.get(id)[field].push(text);
 }
