@@ -14,13 +14,14 @@ IMAGE      ?= obs-server
 VENV       := .venv
 DATA_DIR   ?= data
 
-.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped soak callgrind clean help
+.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
 	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, thread sanitizer)"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
 	@echo "make bench-queries - release build, then W5/W6 and memory of queries (BENCHMARKS.md, issue 35)"
+	@echo "make bench-presence - release build, then joins/leaves of a 1,000-watcher room against W2 (issue 37)"
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
 	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
 	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
@@ -151,7 +152,7 @@ PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port}
 test-bench-smoke: deps-bench deps-cluster
 	python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
-bench: deps-bench release bench-peers bench-cluster bench-queries bench-scoped
+bench: deps-bench release bench-peers bench-cluster bench-queries bench-scoped bench-presence
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
 	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)" --extra build/bench-posting.md \
@@ -175,6 +176,15 @@ bench-queries: deps-bench release build/obsclient
 bench-scoped: deps-bench release build/obsclient
 	python3 bench/scoped.py --binary .build/release/obs-server --client build/obsclient \
 	  --out build/bench-scoped.md --into BENCHMARKS.md
+
+## Presence (issue 37; bench/presence.py): a room of 1,000 present clients each watching the room's
+## query (window 100, select), 200 others joining and leaving once each at 50 writes/s, against W2 in
+## the same run: join/leave -> every watcher's record (p50/p99, last watcher), server CPU per join or
+## leave, one record per watcher each. Puts its section "Presence (issue 37)" into BENCHMARKS.md.
+## About 5 minutes (more when noisy runs are redone).
+bench-presence: deps-bench release build/obsclient
+	python3 bench/presence.py --binary .build/release/obs-server --client build/obsclient \
+	  --out build/bench-presence.md --into BENCHMARKS.md
 
 ## The cluster on one machine (docs/CLUSTER.md): CPU per node with the streams split over 1 and 2
 ## nodes, a kill -9 failover (gaps, duplicates, time to resume), and the shared W1-W3 on one --cluster

@@ -20,7 +20,13 @@
  * build/obsclient) of ../shared/bench/client/obsclient.c, which is read-only
  * here. One addition: --write-cycle writes the keys in order (write n goes to
  * key (n - 1) mod --write-keys) instead of at random, so a benchmark can know
- * which object each write reaches (bench/queries.py, W5).
+ * which object each write reaches (bench/queries.py, W5). Two more for bench/presence.py:
+ * --write-script FILE takes write n from line n of FILE (KIND, TAG, METHOD, PATH, BODY,
+ * tab-separated; {TS} in PATH or BODY is the send time), and --tag-marker STR matches a
+ * delivery to its write by the integer TAG after STR in the event (a subscriber's j-th event
+ * of tag t is the j-th write of tag t), for events that carry no send time (a removal). Every
+ * mode also reports, per write, when its last delivery arrived ("last_*"), and the script
+ * mode reports each KIND apart ("kinds").
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -74,6 +80,7 @@ static struct {
     int value_pad;
     unsigned seed;
     int write_cycle;
+    const char *write_script, *tag_marker;
 } C = {
     .host = "127.0.0.1", .port = 0, .subs = 0, .sub_keys = 1, .key_pattern = "key/{I}",
     .sub_method = "GET", .sub_path = "/", .sub_body = "", .framing = FR_SSE, .ready_mode = READY_HEADERS,
@@ -117,11 +124,14 @@ static void sb_put(sbuf *b, const char *s, int n) {
 }
 static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
-/* expand {I} {S} {V} {KEY} {KEY_B64} {VALUE} {VALUE_B64} {VALUE_JSTR} */
+static int64_t cur_ts; /* {TS}: the send time of the write being built */
+
+/* expand {I} {S} {V} {KEY} {KEY_B64} {VALUE} {VALUE_B64} {VALUE_JSTR} {TS} */
 static void expand(sbuf *out, const char *tpl, int idx, int sidx, const char *key, const char *val) {
     char tmp[4096];
     for (const char *p = tpl; *p;) {
         if (*p == '{') {
+            if (!strncmp(p, "{TS}", 4)) { int n = snprintf(tmp, sizeof tmp, "%lld", (long long)cur_ts); sb_put(out, tmp, n); p += 4; continue; }
             if (!strncmp(p, "{I}", 3)) { int n = snprintf(tmp, sizeof tmp, "%d", idx); sb_put(out, tmp, n); p += 3; continue; }
             if (!strncmp(p, "{S}", 3)) { int n = snprintf(tmp, sizeof tmp, "%d", sidx); sb_put(out, tmp, n); p += 3; continue; }
             if (!strncmp(p, "{V}", 3)) { if (sidx >= 0 && sidx < C.nvars) sb_str(out, C.vars[sidx]); p += 3; continue; }
@@ -182,6 +192,7 @@ typedef struct conn {
     int ready, busy, pend;
     int64_t t_start, t_ready, t_sent;
     long events;
+    long wi;            /* writers: the index of the write in flight */
 } conn;
 
 static conn *conns; static int nconns;
@@ -194,6 +205,58 @@ static int64_t t_write_start, t_write_end, t_first_deliv, t_last_deliv, t_first_
 static long seq_counter;
 static unsigned rng;
 static inline unsigned xr(void) { rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5; return rng; }
+
+/* per write (index = seq - 1): send time, KIND, answered 2xx, deliveries, last receipt */
+#define MAXKIND 8
+static int64_t *w_ts, *w_last; static int *w_kind, *w_n; static char *w_ok; static long w_cap;
+static vec klat[MAXKIND];
+/* --write-script lines, and --tag-marker's state */
+typedef struct { int kind, tag; char *method, *path, *body; } wline;
+static wline *script; static long nscript;
+static int ntags; static long **tag_w; static int *tag_nw, *tag_cap; /* per tag: its writes in send order */
+static unsigned short *seen; /* [sub * ntags + tag]: events of that tag the subscriber got */
+static long tag_unmatched;
+
+static void w_grow(long wi) {
+    if (wi < w_cap) return;
+    long cap = w_cap ? w_cap * 2 : 4096; while (cap <= wi) cap *= 2;
+    w_ts = realloc(w_ts, cap * sizeof *w_ts); w_last = realloc(w_last, cap * sizeof *w_last);
+    w_kind = realloc(w_kind, cap * sizeof *w_kind); w_n = realloc(w_n, cap * sizeof *w_n); w_ok = realloc(w_ok, cap);
+    if (!w_ts || !w_last || !w_kind || !w_n || !w_ok) die("oom");
+    for (long i = w_cap; i < cap; i++) { w_ts[i] = 0; w_last[i] = 0; w_kind[i] = 0; w_n[i] = 0; w_ok[i] = 0; }
+    w_cap = cap;
+}
+static void w_delivered(long wi, int64_t t) { w_n[wi]++; if (t > w_last[wi]) w_last[wi] = t; }
+/* the write whose send time is ts (sends are sequential: w_ts is increasing), or -1 */
+static long w_find(int64_t ts) {
+    long lo = 0, hi = writes_sent - 1;
+    while (lo <= hi) {
+        long mid = (lo + hi) / 2;
+        if (w_ts[mid] == ts) return mid;
+        if (w_ts[mid] < ts) lo = mid + 1; else hi = mid - 1;
+    }
+    return -1;
+}
+static void load_script(const char *path) {
+    FILE *f = fopen(path, "r"); if (!f) die("cannot open --write-script file");
+    static char line[65536]; long cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0]) continue;
+        char *fld[5]; int nf = 0; char *p = line;
+        while (nf < 5) { fld[nf++] = p; char *tab = strchr(p, '\t'); if (!tab) break; *tab = 0; p = tab + 1; }
+        if (nf != 5) die("--write-script: a line is KIND<TAB>TAG<TAB>METHOD<TAB>PATH<TAB>BODY");
+        if (nscript == cap) { cap = cap ? cap * 2 : 1024; script = realloc(script, cap * sizeof *script); }
+        wline *L = &script[nscript++];
+        L->kind = atoi(fld[0]); L->tag = atoi(fld[1]);
+        if (L->kind < 0 || L->kind >= MAXKIND || L->tag < 0 || L->tag > 1000000) die("--write-script: KIND 0-7, TAG 0-1000000");
+        L->method = strdup(fld[2]); L->path = strdup(fld[3]); L->body = strdup(strcmp(fld[4], "-") ? fld[4] : "");
+        if (L->tag >= ntags) ntags = L->tag + 1;
+    }
+    fclose(f);
+    if (!nscript) die("--write-script: no writes");
+    tag_w = calloc(ntags, sizeof *tag_w); tag_nw = calloc(ntags, sizeof *tag_nw); tag_cap = calloc(ntags, sizeof *tag_cap);
+}
 
 static long subs_on_key(int k) { /* subscriber i watches key i % sub_keys */
     if (C.subs == 0) return 0;
@@ -216,6 +279,25 @@ static void mark_ready(conn *c, int64_t t) {
 }
 
 static void on_event_payload(conn *c, const char *p, int n, int64_t t) {
+    if (C.tag_marker) { /* the j-th event of tag T on this subscriber is the j-th write of tag T */
+        if (!t_write_start) { stale++; return; } /* before the first write */
+        const char *m = memmem(p, n, C.tag_marker, strlen(C.tag_marker));
+        if (!m) { unmarked++; return; }
+        const char *q = m + strlen(C.tag_marker), *e = p + n;
+        if (q >= e || *q < '0' || *q > '9') { unmarked++; return; }
+        long tag = 0;
+        while (q < e && *q >= '0' && *q <= '9' && tag <= 1000000) tag = tag * 10 + (*q++ - '0');
+        if (tag >= ntags) { unmarked++; return; }
+        unsigned short *s = &seen[(long)c->idx * ntags + tag];
+        if (*s >= tag_nw[tag]) { tag_unmatched++; return; } /* more events of that tag than writes */
+        long wi = tag_w[tag][(*s)++];
+        vpush(&lat, t - w_ts[wi]); vpush(&klat[w_kind[wi]], t - w_ts[wi]);
+        w_delivered(wi, t);
+        deliveries++; c->events++;
+        if (!t_first_deliv) t_first_deliv = t;
+        t_last_deliv = t;
+        return;
+    }
     if (C.marker_after) { /* e.g. '"new"': skip an "old" value that also carries a marker */
         const char *a = memmem(p, n, C.marker_after, strlen(C.marker_after));
         if (a) { n -= a - p; p = a; }
@@ -230,6 +312,8 @@ static void on_event_payload(conn *c, const char *p, int n, int64_t t) {
     while (q < e && *q >= '0' && *q <= '9') ts = ts * 10 + (*q++ - '0');
     if (!t_write_start || ts < t_write_start) { stale++; return; }
     vpush(&lat, t - ts);
+    long wi = w_find(ts);
+    if (wi >= 0) w_delivered(wi, t);
     deliveries++; c->events++;
     if (!t_first_deliv) t_first_deliv = t;
     t_last_deliv = t;
@@ -371,7 +455,9 @@ static void process_input(conn *c, const char *p, int n, int64_t t) {
                     conn_close(c); return;
                 }
                 if (C.ready_mode == READY_HEADERS) mark_ready(c, t);
-            } else if (!c->chunked && c->cl == 0) { writer_done(c, t); continue; }
+            } else if ((!c->chunked && c->cl == 0) || c->status == 204 || c->status == 304) {
+                writer_done(c, t); continue; /* no body (RFC 9112 6.3: 204 and 304 have none) */
+            }
         } else {
             int done = body_feed(c, p, n, t);
             if (c->kind == K_WRITER && done) {
@@ -414,16 +500,29 @@ static void try_send(conn *c) {
 static sbuf padbuf;
 static void writer_send(conn *c, int64_t unused) {
     (void)unused;
-    long seq = ++seq_counter;
+    long seq = ++seq_counter, wi = seq - 1;
     int k = C.write_keys > 1 ? (C.write_cycle ? (int)((seq - 1) % C.write_keys) : (int)(xr() % C.write_keys)) : 0;
+    if (script) k = 0;
     int64_t ts = now_ns();
     if (!t_first_send) t_first_send = ts;
     t_last_send = ts;
+    cur_ts = ts;
+    w_grow(wi); w_ts[wi] = ts;
     char v[512];
     snprintf(v, sizeof v, "{\"name\":\"v%ld\",\"seq\":%ld,\"bts\":%lld%s%s%s}", seq, seq, (long long)ts,
              C.value_pad ? ",\"pad\":\"" : "", C.value_pad ? padbuf.p : "", C.value_pad ? "\"" : "");
-    build_req(&c->out, C.w_method, C.w_path, C.w_hdr, C.n_w_hdr, C.w_body, k, k, v);
-    c->busy = 1; c->t_sent = ts; c->idx = k; reset_resp(c);
+    if (script) {
+        wline *L = &script[wi % nscript];
+        build_req(&c->out, L->method, L->path, C.w_hdr, C.n_w_hdr, L->body, k, k, v);
+        w_kind[wi] = L->kind;
+        if (tag_nw[L->tag] == tag_cap[L->tag]) {
+            tag_cap[L->tag] = tag_cap[L->tag] ? tag_cap[L->tag] * 2 : 4;
+            tag_w[L->tag] = realloc(tag_w[L->tag], tag_cap[L->tag] * sizeof(long));
+        }
+        tag_w[L->tag][tag_nw[L->tag]++] = wi;
+    } else
+        build_req(&c->out, C.w_method, C.w_path, C.w_hdr, C.n_w_hdr, C.w_body, k, k, v);
+    c->busy = 1; c->t_sent = ts; c->idx = k; c->wi = wi; reset_resp(c);
     writes_sent++;
     c->woff = 0;
     try_send(c);
@@ -432,7 +531,7 @@ static void writer_done(conn *c, int64_t t) {
     if (!c->busy) return;
     c->busy = 0;
     vpush(&wlat, t - c->t_sent);
-    if (c->status >= 200 && c->status < 300) { writes_ok++; expected += subs_on_key(c->idx); }
+    if (c->status >= 200 && c->status < 300) { writes_ok++; w_ok[c->wi] = 1; expected += subs_on_key(c->idx); }
     else { writes_err++; if (writes_err <= 5) fprintf(stderr, "write HTTP %d\n", c->status); }
     reset_resp(c);
 }
@@ -445,7 +544,10 @@ static void usage(void) {
             "  [--connect-window 256 --connect-timeout 60 --hold S --settle S]\n"
             "  [--writers W --write-keys K --write-method M --write-path P --write-header H --write-body B\n"
             "   --rate R --count C --duration D --drain-max S --drain-idle S --value-pad N --write-cycle]\n"
-            "templates: {I}=key index {S}=subscriber index {V}=line S of --sub-vars {KEY} {KEY_B64} {VALUE} {VALUE_B64} {VALUE_JSTR}\n");
+            "  [--write-script FILE: write n is line n, KIND<TAB>TAG<TAB>METHOD<TAB>PATH<TAB>BODY (BODY - = none);\n"
+            "   --tag-marker STR: match deliveries to writes by the integer TAG after STR in the event]\n"
+            "templates: {I}=key index {S}=subscriber index {V}=line S of --sub-vars {KEY} {KEY_B64} {VALUE} {VALUE_B64} {VALUE_JSTR}\n"
+            "  {TS}=the write's send time (CLOCK_MONOTONIC ns)\n");
     exit(2);
 }
 
@@ -459,7 +561,8 @@ int main(int argc, char **argv) {
         {"write-header", 1, 0, 16}, {"write-body", 1, 0, 17}, {"rate", 1, 0, 18}, {"count", 1, 0, 19},
         {"duration", 1, 0, 20}, {"drain-max", 1, 0, 21}, {"drain-idle", 1, 0, 22}, {"value-pad", 1, 0, 23},
         {"seed", 1, 0, 24}, {"marker-after", 1, 0, 25}, {"sub-vars", 1, 0, 26},
-        {"write-cycle", 0, 0, 27}, {0, 0, 0, 0}};
+        {"write-cycle", 0, 0, 27}, {"write-script", 1, 0, 28}, {"tag-marker", 1, 0, 29}, {"help", 0, 0, 30},
+        {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "", o, NULL)) != -1) {
         switch (ch) {
@@ -504,6 +607,8 @@ int main(int argc, char **argv) {
             fclose(f); break;
         }
         case 27: C.write_cycle = 1; break;
+        case 28: C.write_script = optarg; break;
+        case 29: C.tag_marker = optarg; break;
         default: usage();
         }
     }
@@ -511,6 +616,16 @@ int main(int argc, char **argv) {
     if (strncmp(C.host, "127.", 4)) die("only loopback (127.x.x.x) targets are allowed");
     if (C.sub_keys < 1) C.sub_keys = 1;
     if (!C.write_keys) C.write_keys = C.sub_keys;
+    if (C.write_script) {
+        load_script(C.write_script);
+        if (C.sub_keys != 1) die("--write-script: every subscriber gets every write (--sub-keys 1)");
+        if (C.count <= 0 || C.count > nscript) C.count = nscript;
+    }
+    if (C.tag_marker) {
+        if (!script) die("--tag-marker needs --write-script");
+        seen = calloc((size_t)(C.subs > 0 ? C.subs : 1) * ntags, sizeof *seen);
+        if (!seen) die("oom");
+    }
     int do_write = (C.count > 0 || C.duration > 0) && C.writers > 0;
     if (!do_write) C.writers = 0;
     if (C.count <= 0 && C.duration <= 0 && C.hold <= 0 && C.subs <= 0) usage();
@@ -702,10 +817,51 @@ int main(int argc, char **argv) {
            "\"control_msgs\":%ld,\"per_sub_min\":%ld,\"per_sub_max\":%ld,\"delivery_rate\":%.1f,"
            "\"lat_p50_ms\":%.3f,\"lat_p90_ms\":%.3f,\"lat_p99_ms\":%.3f,\"lat_p999_ms\":%.3f,\"lat_max_ms\":%.3f,"
            "\"lat_mean_ms\":%.3f,\"client_cpu_total_s\":%.3f,\"wall_s\":%.3f,"
-           "\"reads\":%ld,\"read_bytes\":%ld,\"epoll_waits\":%ld}\n",
+           "\"reads\":%ld,\"read_bytes\":%ld,\"epoll_waits\":%ld,",
            expected, deliveries, stale, unmarked, control_msgs, per_min, per_max, ddur > 0 ? deliveries / ddur : 0,
            pct(&lat, .5), pct(&lat, .9), pct(&lat, .99), pct(&lat, .999), pct(&lat, 1.0), vmean(&lat), cpu_end - cpu0,
            (t_end - t0) / 1e9, n_reads, n_read_bytes, n_epoll);
+    /* per write: the time to its last delivery, over the writes answered 2xx */
+    int first_kind = 1;
+    for (int kind = -1; kind < (script ? MAXKIND : 0); kind++) {
+        vec last = {0}; long nw = 0, nok = 0, nmin = -1, nmax = -1, complete = 0;
+        for (long i = 0; i < writes_sent; i++) {
+            if (kind >= 0 && w_kind[i] != kind) continue;
+            nw++;
+            if (!w_ok[i]) continue;
+            nok++;
+            if (nmin < 0 || w_n[i] < nmin) nmin = w_n[i];
+            if (w_n[i] > nmax) nmax = w_n[i];
+            if (w_n[i] >= C.subs) complete++;
+            if (w_n[i]) vpush(&last, w_last[i] - w_ts[i]);
+        }
+        if (kind >= 0 && !nw) continue;
+        qsort(last.v, last.n, sizeof(int64_t), cmp64);
+        if (kind >= 0) {
+            vec *k = &klat[kind];
+            qsort(k->v, k->n, sizeof(int64_t), cmp64);
+            printf("%s{\"kind\":%d,\"writes\":%ld,\"writes_ok\":%ld,\"deliveries\":%zu,\"lat_p50_ms\":%.3f,"
+                   "\"lat_p99_ms\":%.3f,\"lat_p999_ms\":%.3f,\"lat_max_ms\":%.3f,",
+                   first_kind ? "\"kinds\":[" : ",", kind, nw, nok, k->n,
+                   pct(k, .5), pct(k, .99), pct(k, .999), pct(k, 1.0));
+        }
+        printf("\"last_p50_ms\":%.3f,\"last_p99_ms\":%.3f,\"last_max_ms\":%.3f,\"per_write_min\":%ld,"
+               "\"per_write_max\":%ld,\"writes_complete\":%ld%s",
+               pct(&last, .5), pct(&last, .99), pct(&last, 1.0), nmin, nmax, complete, kind >= 0 ? "}" : ",");
+        if (kind >= 0) first_kind = 0;
+        free(last.v);
+    }
+    if (script) printf("%s],", first_kind ? "\"kinds\":[" : "");
+    if (C.tag_marker) { /* subscribers that got exactly one event per write of every tag */
+        long exact = 0;
+        for (int i = 0; i < C.subs; i++) {
+            int ok = 1;
+            for (int g = 0; g < ntags && ok; g++) if (seen[(long)i * ntags + g] != tag_nw[g]) ok = 0;
+            exact += ok;
+        }
+        printf("\"tag_unmatched\":%ld,\"subs_one_per_write\":%ld,", tag_unmatched, exact);
+    }
+    printf("\"write_script\":%s}\n", script ? "true" : "false");
     fflush(stdout);
     for (int i = 0; i < nconns; i++) conn_close(&conns[i]);
     return 0;

@@ -250,12 +250,13 @@ def run_obsclient(server, cmd, timeout=240):
     killer = threading.Timer(timeout, p.kill)
     killer.daemon = True
     killer.start()
-    final, window, cpu = None, None, {}
+    final, window, cpu, server_cpu0 = None, None, {}, None
     try:
         for line in p.stdout:
             line = line.strip()
             if line == "WRITE_START":
                 window = Window(server.pid, p.pid).start()
+                server_cpu0 = proc_cpu(server.pid)
             elif line == "WRITE_END" and window:
                 cpu = window.stop()
             elif line.startswith("{"):
@@ -267,6 +268,8 @@ def run_obsclient(server, cmd, timeout=240):
         stop(p)
     if final is None:
         raise SystemExit(f"obsclient failed (rc={p.returncode}): {err[-2000:]}")
+    if server_cpu0 is not None:  # the server's CPU seconds from the first write to the last delivery
+        final["server_cpu_s_drained"] = round(proc_cpu(server.pid) - server_cpu0, 3)
     final.update(cpu)
     final["client_cpu_pct"] = final.get("client_cpu_write_pct")  # obsclient's own getrusage
     final["cmd"] = cmd
