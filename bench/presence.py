@@ -320,17 +320,7 @@ def main():
         saved = json.loads(Path(args.report_from).read_text())
         w2, pr, noisy = saved["w2"], saved["presence"], saved["noisy"]
     args.argv = saved.get("argv") if args.report_from else sys.argv[1:]
-    retry_deadline = time.monotonic() + 60 * args.retry_minutes
-
-    def measure(name, fn):
-        for attempt in range(args.retries + 1):
-            r = fn()
-            if not is_noisy(args, r) or attempt == args.retries or time.monotonic() > retry_deadline:
-                r["noisy_redone"] = attempt
-                return r
-            print(f"{name}: foreign CPU {r['foreign_cpu_pct']} % (peak {r.get('foreign_peak_pct')} %) > "
-                  f"{args.max_foreign} % ({args.max_foreign_peak} %): redone", flush=True)
-            noisy.append({"name": name, **{k: v for k, v in r.items() if k != "cmd"}})
+    measure = queries.measurer(args, noisy)
     try:
         for run in range(0 if args.report_from else args.runs):
             r = measure("W2", lambda: run_w2(args, workdir))

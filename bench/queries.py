@@ -571,6 +571,23 @@ def shown(arg):
     return arg if re.match(r"^[\w/.:{}=,-]+$", arg) else "'" + arg.replace("'", "'\\''") + "'"
 
 
+def measurer(args, noisy):
+    """measure(name, fn): fn() again while other processes took more than --max-foreign % of a core
+    (at most --retries times, and none after --retry-minutes); the noisy runs go to `noisy`."""
+    retry_deadline = time.monotonic() + 60 * getattr(args, "retry_minutes", 60)
+
+    def measure(name, fn):
+        for attempt in range(args.retries + 1):
+            r = fn()
+            if not is_noisy(args, r) or attempt == args.retries or time.monotonic() > retry_deadline:
+                r["noisy_redone"] = attempt
+                return r
+            print(f"{name}: foreign CPU {r['foreign_cpu_pct']} % (peak {r.get('foreign_peak_pct')} %) > "
+                  f"{args.max_foreign} % ({args.max_foreign_peak} %): redone", flush=True)
+            noisy.append({"name": name, **{k: v for k, v in r.items() if k != "cmd"}})
+    return measure
+
+
 def put_section(path, section, title=TITLE):
     """Puts `section` into the Markdown file in place of its previous version (or at the end)."""
     text = Path(path).read_text() if Path(path).exists() else ""
@@ -617,18 +634,7 @@ def main():
         w2, w5, w6, mem, noisy = (saved[k] for k in ("w2", "w5", "w6", "memory", "noisy"))
         parts = []
 
-    retry_deadline = time.monotonic() + 60 * args.retry_minutes
-
-    def measure(name, fn):
-        """fn() again while other processes took more than --max-foreign % of a core (bounded)."""
-        for attempt in range(args.retries + 1):
-            r = fn()
-            if not is_noisy(args, r) or attempt == args.retries or time.monotonic() > retry_deadline:
-                r["noisy_redone"] = attempt
-                return r
-            print(f"{name}: foreign CPU {r['foreign_cpu_pct']} % (peak {r.get('foreign_peak_pct')} %) > "
-                  f"{args.max_foreign} % ({args.max_foreign_peak} %): redone", flush=True)
-            noisy.append({"name": name, **{k: v for k, v in r.items() if k != "cmd"}})
+    measure = measurer(args, noisy)
     try:
         if "w5" in parts:
             for run in range(args.runs):

@@ -171,13 +171,7 @@ def main():
     workdir.mkdir(exist_ok=True)
     w1, w2, noisy = [], [], []
 
-    def measure(name, fn):
-        for attempt in range(args.retries + 1):
-            r = fn()
-            if not is_noisy(args, r) or attempt == args.retries:
-                return r
-            print(f"{name}: foreign CPU {r['foreign_cpu_pct']} %: redone", flush=True)
-            noisy.append(r)
+    measure = queries.measurer(args, noisy)
     try:
         for run in range(args.runs):
             for kind in ("admin", "scoped"):

@@ -186,35 +186,8 @@ extension StoreState {
             }
             record.access = access
         }
-        if case .array(let patches)? = document.members["onRemove"] {
-            for patch in patches {
-                guard case .object(let members) = patch, case .string(let object)? = members["object"],
-                    case .object(let values)? = members["values"]
-                else { throw document.failure("an onRemove patch is unreadable") }
-                record.onRemove.append(RemovalPatch(object: object, values: values))
-            }
-        }
+        record.onRemove = try Self.removalPatches(document)
         observers.insert(record, at: time)
-    }
-
-    private mutating func restoreToken(_ document: StoredDocument) throws(PersistenceError) {
-        let id = document.row.id
-        if document.members["ended"] != nil {
-            let ended = EndedToken(
-                reason: try document.string("ended"), secretHash: try document.optionalString("secretHash"))
-            tokens.restoreEnded(id, ended, forgetAt: Int64(try document.int("forgetAt")))
-            return
-        }
-        let scopes = try document.value("scopes")
-        let grant = try document.checked { () throws(CoreError) in try AccessGrant(parsing: scopes) }
-        let expiresAt: Timestamp? = try document.value("expiresAt") == .null ? nil : try document.timestamp("expiresAt")
-        tokens.insert(
-            StoredToken(
-                id: id, name: try document.string("name"), secretHash: try document.string("secretHash"),
-                access: Access(
-                    tokenID: id, kind: .token, grant: grant, client: try document.optionalString("client"),
-                    expiresAt: nil),
-                createdAt: try document.timestamp("createdAt"), expiresAt: expiresAt))
     }
 
     /// The streams cluster nodes hold and the exact lease deadline (exact checkpoints).
