@@ -35,19 +35,25 @@ def test_the_readme_walk_through_runs_as_written(server_factory, tmp_path):
     server = server_factory().start()
     blocks = walk_through()
     assert len(blocks) >= 3, "the walk-through's code blocks were not found"
-    # A curl that reports each request's status on stderr, and nothing else changed: exec keeps
-    # `$!` the real curl, so the walk-through's own `kill $STREAM` works as it does for a reader.
+    # A curl that reports each request's status, and nothing else changed: exec keeps `$!` the real
+    # curl, so the walk-through's own `kill $STREAM` works as it does for a reader. Each curl writes
+    # its stderr to a file of its own, named by when it started: two curls ending at once (a stream
+    # and the request that ends it) would interleave their lines on one shared stderr.
     wrapper = tmp_path / "bin" / "curl"
     wrapper.parent.mkdir()
-    wrapper.write_text("#!/bin/sh\nexec /usr/bin/curl --write-out '%{stderr}STATUS %{http_code} %{method} %{url}\\n' \"$@\"\n")
+    logs = tmp_path / "curl-stderr"
+    logs.mkdir()
+    wrapper.write_text("#!/bin/sh\nexec /usr/bin/curl --write-out '%{stderr}STATUS %{http_code} %{method} %{url}\\n' "
+                       f"\"$@\" 2>\"{logs}/$(date +%s%N)-$$\"\n")
     wrapper.chmod(0o755)
     script = "\n".join(blocks).replace("localhost:8080", f"localhost:{server.port}")
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
                             env={"PATH": f"{wrapper.parent}:/usr/bin:/bin", "HOME": str(tmp_path)})
-    statuses = [line.split(" ", 3)[1:] for line in result.stderr.splitlines() if line.startswith("STATUS ")]
-    others = [line for line in result.stderr.splitlines() if not line.startswith("STATUS ")]
+    stderr = result.stderr + "".join(path.read_text() for path in sorted(logs.iterdir()))
+    statuses = [line.split(" ", 3)[1:] for line in stderr.splitlines() if line.startswith("STATUS ")]
+    others = [line for line in stderr.splitlines() if not line.startswith("STATUS ")]
     assert not others, f"the walk-through printed errors: {others}"
-    assert len(statuses) >= 25, result.stderr
+    assert len(statuses) >= 25, stderr
     failed = [(code, method, url) for code, method, url in statuses if not code.startswith("2")]
     assert failed == [
         ("400", "GET", f"localhost:{server.port}/v1/objects/rnd/values/boss.nmae"),

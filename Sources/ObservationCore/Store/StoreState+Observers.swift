@@ -75,8 +75,9 @@ extension StoreState {
                     .invalidRequest, "onRemove[\(index)] is {\"object\": id, \"values\": {…}}",
                     details: ["field": .string("onRemove[\(index)]")])
             }
-            _ = try graph.existingObject(object)
+            // The scopes first: a refusal tells nothing of ids outside them (as a PATCH's does).
             try check(.write, on: object, for: access)
+            _ = try graph.existingObject(object)
             _ = try patchTargets(values, of: object)
             patches.append(RemovalPatch(object: object, values: values))
         }
