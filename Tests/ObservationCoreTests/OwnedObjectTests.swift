@@ -83,6 +83,9 @@ struct OwnedObjectTests {
             ([["object": "room", "values": ["bad key": 1]]], nil, .invalidKeyPath),
             ([["object": "p-owner", "values": ["user": 3]]], nil, .typeMismatch),
             ([["object": "room", "values": ["a": 1]]], .token(token.id), .forbidden),
+            // A missing id no scope could match: 403 too, so a refusal tells nothing of what exists.
+            ([["object": "zzz", "values": ["a": 1]]], .token(token.id), .forbidden),
+            ([["object": "p-none", "values": ["a": 1]]], .token(token.id), .notFound),
             ([["object": "room"]], nil, .invalidRequest),
             (.array((0...16).map { _ in ["object": "room", "values": ["a": 1]] }), nil, .invalidRequest),
         ]
