@@ -124,7 +124,8 @@ def test_a_live_query_survives_a_kill_and_restart_from_its_records_alone(server_
     assert len(written) >= after + 60, "the writer did not get going again after the restart"
 
     members, total = agrees_with_server(browser, server)
-    assert len(members) == 5 and total >= 5
+    # The writes close orders as well as open them: the window is full only while 5 are open.
+    assert len(members) == min(5, total)
     assert all(values["status"] == "open" for _, values in members)
     assert [values["total"] for _, values in members] == sorted((v["total"] for _, v in members), reverse=True)
     # Kept from the records alone: no reset, no repair from a snapshot, nothing cancelled.
