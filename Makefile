@@ -21,6 +21,7 @@ help:
 	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, thread sanitizer)"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
 	@echo "make bench-queries - release build, then W5/W6 and memory of queries (BENCHMARKS.md, issue 35)"
+	@echo "make bench-scoped - release build, then W1 and W2 with scoped tokens against the admin token (issue 36)"
 	@echo "make bench-presence - release build, then joins/leaves of a 1,000-watcher room against W2 (issue 37)"
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
 	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
