@@ -67,7 +67,7 @@ final class Outbox: Sendable {
             var tellTimer = false
             var ended: [(id: String, reason: String)] = []
             for effects in scratch.batch {
-                ended += effects.endedTokens
+                if !effects.endedTokens.isEmpty { ended += effects.endedTokens }
                 for logged in effects.events where logged.log.append(logged.event, batch: performed) {
                     scratch.touched.append(logged.log)
                 }
