@@ -15,7 +15,8 @@ extension StoreState {
         by = command.by
         defer { by = nil }
         let result = Result { () throws(CoreError) in
-            let access = try authorize(command.action, command.principal, at: time)
+            // The admin's commands (most) carry no principal: nothing to decide, and no copy of the action.
+            let access = command.principal == nil ? nil : try authorize(command.action, command.principal, at: time)
             guard let claim = command.idempotency else { return try perform(command.action, access, at: time) }
             // A journaled command was a first application: its replay decides nothing anew.
             if !replaying, let kept = try keptAnswer(claim, at: time) { return kept }
