@@ -194,6 +194,19 @@ def stripped(binary, work):
     return str(copy)
 
 
+def counted_puts(server, out, tmp, keep, puts, put):
+    """`put(i)` for i < `puts` (W1's PUT round 1,000 objects), counted; then the server stopped and
+    the instructions per PUT returned."""
+    try:
+        control(server.pid, "on")
+        for i in range(puts):
+            put("PUT", f"/v1/objects/o{i % 1000}/values/name", {"value": {"name": f"name-{i}", "seq": i}})
+        control(server.pid, "off")
+    finally:
+        stop(server)
+    return instructions(out, tmp, keep) / puts
+
+
 def per_kind(description, kinds, count):
     """The command line of a per-kind count (`--binary`, `--kinds`, `--keep`): `count(binary, kind,
     keep)` for each kind on a stripped copy of the binary, printed as instructions per PUT."""

@@ -35,14 +35,10 @@ def count(binary, kind, keep):
             q.register([q.range_query(k) for k in range(1, 10001)])
         c = q.connect()
         q.call(c, "GET", "/healthz")
-        callgrind.control(server.pid, "on")
-        for i in range(PUTS):
-            q.call(c, "PUT", f"/v1/objects/o{i % 1000}/values/name", {"value": {"name": f"name-{i}", "seq": i}})
-        callgrind.control(server.pid, "off")
-        c.close()
-    finally:
+    except BaseException:
         callgrind.stop(server)
-    return callgrind.instructions(out, tmp, keep) / PUTS
+        raise
+    return callgrind.counted_puts(server, out, tmp, keep, PUTS, lambda *request: q.call(c, *request))
 
 
 def main():

@@ -42,14 +42,10 @@ def count(binary, kind, keep):
         token = scoped.ADMIN if kind == "admin" else call(
             c, "POST", "/v1/tokens", {"scopes": scoped.W1_SCOPES}, scoped.ADMIN)["token"]
         call(c, "PUT", "/v1/objects/o0/values/name", {"value": None}, token)
-        callgrind.control(server.pid, "on")
-        for i in range(PUTS):
-            call(c, "PUT", f"/v1/objects/o{i % 1000}/values/name", {"value": {"name": f"name-{i}", "seq": i}}, token)
-        callgrind.control(server.pid, "off")
-        c.close()
-    finally:
+    except BaseException:
         callgrind.stop(server)
-    return callgrind.instructions(out, tmp, keep) / PUTS
+        raise
+    return callgrind.counted_puts(server, out, tmp, keep, PUTS, lambda *request: call(c, *request, token))
 
 
 def main():

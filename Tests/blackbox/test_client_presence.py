@@ -90,6 +90,15 @@ def close_tab(browser, handle, back_to):
     browser.switch_to.window(back_to)
 
 
+def close_other_tabs(browser, home):
+    """Closes every tab but `home` and goes back to it (the session's one browser goes on)."""
+    for handle in browser.window_handles:
+        if handle != home:
+            browser.switch_to.window(handle)
+            browser.close()
+    browser.switch_to.window(home)
+
+
 def test_two_tabs_see_each_other_a_closed_tab_leaves_within_the_lease_and_a_reload_never_leaves(
         server_factory, browser, tmp_path):
     server = start(server_factory, tmp_path)
@@ -140,11 +149,7 @@ def test_two_tabs_see_each_other_a_closed_tab_leaves_within_the_lease_and_a_relo
         assert presence_objects(server) == ["alice"]
     finally:
         admin.close()
-        for handle in browser.window_handles:
-            if handle != home:
-                browser.switch_to.window(handle)
-                browser.close()
-        browser.switch_to.window(home)
+        close_other_tabs(browser, home)
 
 
 def test_with_beacon_a_closed_tab_leaves_at_once(server_factory, browser, tmp_path):
@@ -167,11 +172,7 @@ def test_with_beacon_a_closed_tab_leaves_at_once(server_factory, browser, tmp_pa
         assert presence_objects(server) == []
         assert server.request("GET", "/v1/observers")[1]["observers"] == []
     finally:
-        for handle in browser.window_handles:
-            if handle != home:
-                browser.switch_to.window(handle)
-                browser.close()
-        browser.switch_to.window(home)
+        close_other_tabs(browser, home)
 
 
 def test_the_readmes_presence_page_runs_as_written(server_factory, browser, tmp_path):
@@ -190,8 +191,4 @@ def test_the_readmes_presence_page_runs_as_written(server_factory, browser, tmp_
             assert browser.find_element("id", "who").text == "ann, ben"
         assert presence_objects(server) == ["ann", "ben"]
     finally:
-        for handle in browser.window_handles:
-            if handle != home:
-                browser.switch_to.window(handle)
-                browser.close()
-        browser.switch_to.window(home)
+        close_other_tabs(browser, home)

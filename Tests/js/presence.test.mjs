@@ -8,47 +8,7 @@ import assert from "node:assert/strict";
 import { afterEach, test } from "node:test";
 
 import { ObsClient } from "../../Public/client/obs.js";
-
-const utf8 = new TextEncoder();
-const json = (body, status = 200) => new Response(body === null ? null : JSON.stringify(body),
-  { status, headers: { "Content-Type": "application/json" } });
-const notFound = (message) => [404, { error: { code: "notFound", message } }];
-
-/** A server: answers by "METHOD path" handlers (`[status, body]`), and event streams the test writes into. */
-class FakeServer {
-  constructor(handlers = {}) {
-    this.handlers = handlers;
-    this.calls = [];
-    this.streams = [];
-    this.fetch = (url, init = {}) => this.answer(url, init);
-  }
-
-  async answer(url, init) {
-    const method = init.method ?? "GET";
-    const [path] = url.split("?");
-    const call = { method, path, url, headers: init.headers, body: init.body ? JSON.parse(init.body) : undefined };
-    this.calls.push(call);
-    if (path.endsWith("/events") && !this.handlers[`GET ${path}`]) {
-      let controller;
-      const body = new ReadableStream({ start: (c) => { controller = c; } });
-      init.signal?.addEventListener("abort", () => controller.error(new DOMException("aborted", "AbortError")));
-      this.streams.push({ path, controller, headers: init.headers, signal: init.signal });
-      return new Response(body, { headers: { "Content-Type": "text/event-stream" } });
-    }
-    const handler = this.handlers[`${method} ${path}`];
-    if (!handler) return json(...notFound(`no route ${method} ${path}`).reverse());
-    const [status, answer] = await handler(call.body, call);
-    return json(answer, status);
-  }
-
-  /** Writes one revision's events (ids from `firstID`) and its commit to the newest stream. */
-  revision(revision, firstID, ...events) {
-    const text = events.map(([name, data], n) => `id: ${firstID + n}\nevent: ${name}\ndata: ${JSON.stringify({ revision, ...data })}\n\n`);
-    this.streams.at(-1).controller.enqueue(utf8.encode(`${text.join("")}event: commit\ndata: {"revision":${revision}}\n\n`));
-  }
-
-  posts(path) { return this.calls.filter((call) => call.method === "POST" && call.path === path); }
-}
+import { FakeServer, notFound } from "./fake-server.mjs";
 
 /** A page: an EventTarget with navigator.sendBeacon and a sessionStorage (kept across "reloads"). */
 function fakePage(storage = new Map()) {

@@ -7,50 +7,7 @@ import assert from "node:assert/strict";
 import { afterEach, test } from "node:test";
 
 import { ObsClient } from "../../Public/client/obs.js";
-
-const utf8 = new TextEncoder();
-const json = (body, status = 200) => new Response(body === null ? null : JSON.stringify(body),
-  { status, headers: { "Content-Type": "application/json" } });
-
-/** A server of one observer: answers by "METHOD path" handlers, and event streams the test writes into. */
-class FakeServer {
-  constructor(handlers = {}) {
-    this.handlers = handlers;
-    this.calls = [];
-    this.streams = [];
-    this.fetch = (url, init = {}) => this.answer(url, init);
-  }
-
-  async answer(url, init) {
-    const method = init.method ?? "GET";
-    const [path] = url.split("?");
-    const call = { method, path, headers: init.headers, body: init.body ? JSON.parse(init.body) : undefined };
-    this.calls.push(call);
-    if (path.endsWith("/events")) {
-      let controller;
-      const body = new ReadableStream({ start: (c) => { controller = c; } });
-      // An aborted request ends its body, as a real fetch does.
-      init.signal?.addEventListener("abort", () => controller.error(new DOMException("aborted", "AbortError")));
-      this.streams.push({ controller, headers: init.headers });
-      return new Response(body, { headers: { "Content-Type": "text/event-stream" } });
-    }
-    const handler = this.handlers[`${method} ${path}`];
-    if (!handler) return json({ error: { code: "notFound", message: `no route ${method} ${path}` } }, 404);
-    const [status, answer] = await handler(call.body, call);
-    return json(answer, status);
-  }
-
-  /** Writes events to the newest stream: `[name, data, id?]` each. */
-  send(...events) {
-    const text = events.map(([name, data, id]) => `${id != null ? `id: ${id}\n` : ""}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
-    this.streams.at(-1).controller.enqueue(utf8.encode(text.join("")));
-  }
-
-  /** One revision's events with ids from `firstID`, then its commit. */
-  revision(revision, firstID, ...events) {
-    this.send(...events.map(([name, data], n) => [name, { revision, ...data }, firstID + n]), ["commit", { revision }]);
-  }
-}
+import { FakeServer, json } from "./fake-server.mjs";
 
 /** The observers a test made: their streams are closed after it, so a failed test does not keep Node running. */
 const observers = [];
