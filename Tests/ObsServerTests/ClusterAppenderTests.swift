@@ -19,7 +19,7 @@ struct ClusterAppenderTests {
 
     /// Submits a command whose answer is recorded under `number`.
     func submit(_ number: Int, to shared: ClusterShared) {
-        shared.submit(Command(time: .now(), .nodeDown(holder: "n\(number)#1"))) { [answers] result in
+        shared.submit(Command(time: .now(), .nodeDown(holder: "n\(number)#1"), as: .server)) { [answers] result in
             answers.withLock { $0[number] = result }
         }
     }
@@ -87,7 +87,7 @@ struct ClusterAppenderTests {
     func submitAndWaitIsBounded() throws {
         let (shared, _) = node(commitTimeout: .milliseconds(300))
         let started = ContinuousClock.now
-        let result = shared.submitAndWait(Command(time: .now(), .nodeDown(holder: "n9#1")))
+        let result = shared.submitAndWait(Command(time: .now(), .nodeDown(holder: "n9#1"), as: .server))
         let elapsed = ContinuousClock.now - started
         guard case .failure(let error) = result else {
             Issue.record("answered \(result)")

@@ -31,20 +31,20 @@ struct AccessTests {
         ]
         let before = store.stats().revision
         for scopes in bad {
-            #expect(throws: CoreError.self) { try store.createToken(scopes: scopes, secret: "s") }
+            #expect(throws: CoreError.self) { try store.as(.admin).createToken(scopes: scopes, secret: "s") }
             do {
-                _ = try store.createToken(scopes: scopes, secret: "s")
+                _ = try store.as(.admin).createToken(scopes: scopes, secret: "s")
             } catch {
                 #expect(error.code == .invalidRequest, "\(scopes): \(error.message)")
             }
         }
         for ttl in [0, -1, 31_536_001] {
             #expect(throws: CoreError.self) {
-                try store.createToken(scopes: [["allow": ["read"], "class": "A"]], ttl: ttl, secret: "s")
+                try store.as(.admin).createToken(scopes: [["allow": ["read"], "class": "A"]], ttl: ttl, secret: "s")
             }
         }
         #expect(store.stats().revision == before)
-        #expect(store.tokens().isEmpty)
+        #expect(try store.as(.admin).tokens().isEmpty)
     }
 
     @Test("writes, creates and deletes outside the scopes are 403 and take no revision")
@@ -52,11 +52,11 @@ struct AccessTests {
         let (store, token) = try Self.world()
         func run(_ action: Command.Action) -> CoreError.Code? {
             do {
-                _ = try store.execute(Command(time: .now(), action, principal: .token(token)))
+                _ = try store.execute(Command(time: .now(), action, as: .token(token)))
                 return nil
             } catch { return error.code }
         }
-        _ = try store.createObject(id: "room1-c", className: "Doc", values: ["ref": .reference("room2-a")])
+        _ = try store.as(.admin).createObject(id: "room1-c", className: "Doc", values: ["ref": .reference("room2-a")])
         let before = store.stats().revision
         #expect(run(.setValue(object: "room2-a", keyPath: "title", value: "x", ifRevision: nil)) == .forbidden)
         #expect(run(.setValue(object: "room1-o", keyPath: "title", value: "x", ifRevision: nil)) == .forbidden)
@@ -75,7 +75,7 @@ struct AccessTests {
         #expect(run(.createObject(id: "room1-new", className: "Doc", values: [:], generatedID: "g")) == nil)
         #expect(run(.post(name: "chat.room1.x", object: nil, userInfo: nil, posting: "now", coalesce: [])) == nil)
         // Its observers are its own; another token's (or the admin's) are not.
-        let theirs = try store.createObserver(ObserverSettings()).observer.id
+        let theirs = try store.as(.admin).createObserver(ObserverSettings()).observer.id
         #expect(run(.keepalive(observer: theirs)) == .forbidden)
         #expect(
             run(.createObserver(id: "o1", tokenHash: "h1", name: nil, lease: 60, retainObserved: false, replay: 10))
@@ -104,49 +104,50 @@ struct AccessTests {
                 time: .now(),
                 .observe(
                     observer: observer, object: "room1-b", keyPaths: ["ref.title"], options: ["new", "initial"],
-                    context: nil, registrationIDs: ["r1"]),
-                principal: .token(token)))
-        _ = try store.setValue(.reference("room2-a"), of: "room1-b", at: "ref")  // the admin repoints it
-        _ = try store.setValue("B2", of: "room2-a", at: "title")  // unreadable: no record
-        _ = try store.setValue(.reference("room1-a"), of: "room1-b", at: "ref")
+                    context: nil, registrationIDs: ["r1"]), as: .token(token)))
+        _ = try store.as(.admin).setValue(.reference("room2-a"), of: "room1-b", at: "ref")  // the admin repoints it
+        _ = try store.as(.admin).setValue("B2", of: "room2-a", at: "title")  // unreadable: no record
+        _ = try store.as(.admin).setValue(.reference("room1-a"), of: "room1-b", at: "ref")
         let news = changeRecords(try store.eventLog(of: observer)).map { $0["new"] }
         #expect(news == [.string("A"), .null, .string("A")], "\(news)")
         // The same key path read by the admin, and by the token.
-        let reader = store.state.withLock { $0.tokens[token]?.reader }
-        _ = try store.setValue(.reference("room2-a"), of: "room1-b", at: "ref")
-        #expect(try store.value(of: "room1-b", at: "ref.title").value == "B2")
-        #expect(try store.value(of: "room1-b", at: "ref.title", reader: reader).value == .null)
-        #expect(try store.object("room1-b", reader: reader).values["ref"] == .null)
-        #expect(throws: CoreError.self) { try store.object("room2-a", reader: reader) }
-        let page = try store.objects(className: nil, limit: 1, after: nil, reader: reader)
+        let reader = store.as(.token(token))
+        _ = try store.as(.admin).setValue(.reference("room2-a"), of: "room1-b", at: "ref")
+        #expect(try store.as(.admin).value(of: "room1-b", at: "ref.title").value == "B2")
+        #expect(try reader.value(of: "room1-b", at: "ref.title").value == .null)
+        #expect(try reader.object("room1-b").values["ref"] == .null)
+        #expect(throws: CoreError.self) { try reader.object("room2-a") }
+        let page = try reader.objects(className: nil, limit: 1, after: nil)
         #expect(page.objects.map(\.id) == ["room1-a"] && page.next == "room1-a")
-        let rest = try store.objects(className: nil, limit: 10, after: page.next, reader: reader)
+        let rest = try reader.objects(className: nil, limit: 10, after: page.next)
         #expect(rest.objects.map(\.id) == ["room1-b"] && rest.next == nil, "room1-o and room2-* are not there")
     }
 
     @Test("a revoked or expired token is refused with its reason; a JWT's id can be revoked unseen")
     func ending() throws {
         let (store, token) = try Self.world()
-        let short = try store.createToken(
+        let short = try store.as(.admin).createToken(
             scopes: [["allow": ["read", "observe"], "class": "Doc"]], ttl: 5, secret: "sh")
         let write = Command.Action.setValue(object: "room1-a", keyPath: "title", value: "x", ifRevision: nil)
         let later = Timestamp(milliseconds: Timestamp.now().milliseconds + 6_000)
         #expect(throws: CoreError(.unauthorized, "the token was expired", details: ["reason": "expired"])) {
-            try store.execute(Command(time: later, .keepalive(observer: "none"), principal: .token(short.id)))
+            try store.execute(Command(time: later, .keepalive(observer: "none"), as: .token(short.id)))
         }
         var ended: [(id: String, reason: String)] = []
-        _ = try store.execute(Command(time: later, .expireTokens)) { effects in ended += effects.endedTokens }
+        _ = try store.execute(Command(time: later, .expireTokens, as: .server)) { effects in
+            ended += effects.endedTokens
+        }
         #expect(ended.map(\.id) == [short.id] && ended.map(\.reason) == ["expired"])
-        _ = try store.execute(Command(time: .now(), .revokeToken(id: token)))
+        _ = try store.execute(Command(time: .now(), .revokeToken(id: token), as: .admin))
         #expect(throws: CoreError(.unauthorized, "the token was revoked", details: ["reason": "revoked"])) {
-            try store.execute(Command(time: .now(), write, principal: .token(token)))
+            try store.execute(Command(time: .now(), write, as: .token(token)))
         }
         let jwt = Access(
             tokenID: "jti-1", kind: .jwt, grant: try AccessGrant(parsing: Self.scopes), client: nil,
             expiresAt: Timestamp(milliseconds: Timestamp.now().milliseconds + 60_000))
-        _ = try store.execute(Command(time: .now(), write, principal: .jwt(jwt)))
-        _ = try store.execute(Command(time: .now(), .revokeToken(id: "jti-1")))
-        #expect(throws: CoreError.self) { try store.execute(Command(time: .now(), write, principal: .jwt(jwt))) }
+        _ = try store.execute(Command(time: .now(), write, as: .jwt(jwt)))
+        _ = try store.execute(Command(time: .now(), .revokeToken(id: "jti-1"), as: .admin))
+        #expect(throws: CoreError.self) { try store.execute(Command(time: .now(), write, as: .jwt(jwt))) }
         #expect(store.endReason(ofToken: "jti-1") == "revoked")
         let admin = try store.eventLog(of: nil).read(after: 0, limit: 1000)
         guard case .events(let events) = admin else { return }
@@ -162,16 +163,15 @@ struct AccessTests {
                 time: .now(),
                 .query(
                     observer: observer, definition: ["class": "Doc", "select": ["title"]], options: ["new"],
-                    context: nil, throttle: nil, queryID: "q1"),
-                principal: .token(token)))
-        #expect(try store.query("q1", of: observer).ids == ["room1-a", "room1-b"])
+                    context: nil, throttle: nil, queryID: "q1"), as: .token(token)))
+        #expect(try store.as(.admin).query("q1", of: observer).ids == ["room1-a", "room1-b"])
         var scopes = Self.scopes
         if case .array(var items) = scopes {
             items[0] = ["allow": ["read", "observe"], "class": "Doc"]
             scopes = .array(items)
         }
-        _ = try store.execute(Command(time: .now(), .changeToken(id: token, scopes: scopes, ttl: nil)))
-        #expect(try store.query("q1", of: observer).ids == ["room1-a", "room1-b", "room2-a"])
+        _ = try store.execute(Command(time: .now(), .changeToken(id: token, scopes: scopes, ttl: nil), as: .admin))
+        #expect(try store.as(.admin).query("q1", of: observer).ids == ["room1-a", "room1-b", "room2-a"])
         let records = queryRecords(try store.eventLog(of: observer))
         #expect(records.count == 1 && records[0].contains(#""id":"room2-a""#), "\(records)")
     }
@@ -182,19 +182,19 @@ struct AccessTests {
     func persisted(checkpoint: Bool) throws {
         let (store, token) = try Self.world(persistent: true)
         let observer = try Self.observer(of: token, in: store)
-        let gone = try store.createToken(scopes: Self.scopes, secret: "gone")
-        _ = try store.execute(Command(time: .now(), .revokeToken(id: gone.id)))
+        let gone = try store.as(.admin).createToken(scopes: Self.scopes, secret: "gone")
+        _ = try store.execute(Command(time: .now(), .revokeToken(id: gone.id), as: .admin))
         var directory = DataDirectory()
         directory.apply(store.takeBatch(checkpoint: checkpoint))
         let restored = try Store(restoring: directory.image)
-        #expect(restored.tokens().map(\.id) == [token])
+        #expect(try restored.as(.admin).tokens().map(\.id) == [token])
         #expect(restored.endReason(ofToken: gone.id) == "revoked")
-        guard case .observer(_, let access?, _) = restored.lookUpCredential(secretHash: "h-obs", at: .now()) else {
+        guard case .observer(_, let access?) = restored.lookUpCredential(secretHash: "h-obs", at: .now()) else {
             Issue.record("the observer's access is not restored")
             return
         }
-        #expect(access.tokenID == token && restored.observers(madeBy: token).map(\.id) == [observer])
-        guard case .token(let live, _, _) = restored.lookUpCredential(secretHash: TokenHash.of("scoped"), at: .now())
+        #expect(try access.tokenID == token && restored.as(.token(token)).observers().map(\.id) == [observer])
+        guard case .token(let live, _) = restored.lookUpCredential(secretHash: TokenHash.of("scoped"), at: .now())
         else {
             Issue.record("the token's secret is not restored")
             return
@@ -214,13 +214,13 @@ struct AccessTests {
     static func world(persistent: Bool = false) throws -> (Store, String) {
         let store = persistent ? try Store(restoring: PersistedImage()) : Store()
         let properties: JSON = ["properties": ["title": ["type": "string"], "ref": ["type": "ref"]]]
-        _ = try store.defineClass("Doc", definition: properties)
-        _ = try store.defineClass("Other", definition: properties)
-        _ = try store.createObject(id: "room1-a", className: "Doc", values: ["title": "A"])
-        _ = try store.createObject(id: "room2-a", className: "Doc", values: ["title": "B"])
-        _ = try store.createObject(id: "room1-b", className: "Doc", values: ["ref": .reference("room1-a")])
-        _ = try store.createObject(id: "room1-o", className: "Other", values: ["title": "O"])
-        let token = try store.createToken(scopes: scopes, secret: "scoped")
+        _ = try store.as(.admin).defineClass("Doc", definition: properties)
+        _ = try store.as(.admin).defineClass("Other", definition: properties)
+        _ = try store.as(.admin).createObject(id: "room1-a", className: "Doc", values: ["title": "A"])
+        _ = try store.as(.admin).createObject(id: "room2-a", className: "Doc", values: ["title": "B"])
+        _ = try store.as(.admin).createObject(id: "room1-b", className: "Doc", values: ["ref": .reference("room1-a")])
+        _ = try store.as(.admin).createObject(id: "room1-o", className: "Other", values: ["title": "O"])
+        let token = try store.as(.admin).createToken(scopes: scopes, secret: "scoped")
         return (store, token.id)
     }
 
@@ -230,7 +230,7 @@ struct AccessTests {
                 time: .now(),
                 .createObserver(
                     id: "obs_t", tokenHash: "h-obs", name: nil, lease: 600, retainObserved: false, replay: 1000),
-                principal: .token(token)))
+                as: .token(token)))
         guard case .observerCreated(let snapshot) = made else { throw CoreError(.conflict, "no observer") }
         return snapshot.id
     }

@@ -13,12 +13,14 @@ struct ClusterStreamTests {
         _ = try store.execute(
             Command(
                 time: Timestamp(milliseconds: 1_000),
-                .createObserver(id: id, tokenHash: "h", name: nil, lease: 10, retainObserved: false, replay: 100)))
+                .createObserver(id: id, tokenHash: "h", name: nil, lease: 10, retainObserved: false, replay: 100),
+                as: .admin))
     }
 
     @discardableResult
     func run(_ at: Int64, _ action: Command.Action) throws -> Outcome {
-        try store.execute(Command(time: Timestamp(milliseconds: at), action))
+        try store.execute(
+            Command(time: Timestamp(milliseconds: at), action, as: action.isBackground ? .server : .admin))
     }
 
     func expired(at time: Int64) throws -> [String] {
@@ -31,12 +33,12 @@ struct ClusterStreamTests {
         try run(2_000, .openStream(observer: id, holder: "n1#1"))
         try run(2_000, .openStream(observer: id, holder: "n2#1"))
         try run(3_000, .nodeDown(holder: "n1#1"))
-        #expect(try store.observer(id).streams == 1)
-        #expect(try store.observer(id).expiresAt == nil, "n2 still holds the lease")
+        #expect(try store.as(.admin).observer(id).streams == 1)
+        #expect(try store.as(.admin).observer(id).expiresAt == nil, "n2 still holds the lease")
         try run(3_500, .closeStream(observer: id, holder: "n1#1"))
-        #expect(try store.observer(id).streams == 1, "a close after its node went down changes nothing")
+        #expect(try store.as(.admin).observer(id).streams == 1, "a close after its node went down changes nothing")
         try run(4_000, .nodeDown(holder: "n2#1"))
-        #expect(try store.observer(id).expiresAt == Timestamp(milliseconds: 14_000))
+        #expect(try store.as(.admin).observer(id).expiresAt == Timestamp(milliseconds: 14_000))
         #expect(try expired(at: 13_999) == [])
         #expect(try expired(at: 14_000) == [id])
         #expect(try expired(at: 14_001) == [], "exactly once")
@@ -49,13 +51,15 @@ struct ClusterStreamTests {
         let limited = Store(limits: limits)
         for _ in 0..<3 {
             _ = try limited.execute(
-                Command(time: Timestamp(milliseconds: 1), .openStream(observer: nil, holder: "n1#1")))
+                Command(time: Timestamp(milliseconds: 1), .openStream(observer: nil, holder: "n1#1"), as: .server))
         }
         #expect(throws: CoreError.self) {
-            _ = try limited.execute(Command(time: Timestamp(milliseconds: 1), .openStream(observer: nil, holder: nil)))
+            _ = try limited.execute(
+                Command(time: Timestamp(milliseconds: 1), .openStream(observer: nil, holder: nil), as: .server))
         }
-        _ = try limited.execute(Command(time: Timestamp(milliseconds: 2), .nodeDown(holder: "n1#1")))
-        _ = try limited.execute(Command(time: Timestamp(milliseconds: 3), .openStream(observer: nil, holder: nil)))
+        _ = try limited.execute(Command(time: Timestamp(milliseconds: 2), .nodeDown(holder: "n1#1"), as: .server))
+        _ = try limited.execute(
+            Command(time: Timestamp(milliseconds: 3), .openStream(observer: nil, holder: nil), as: .server))
     }
 }
 
@@ -95,9 +99,11 @@ struct ClusterCheckpointTests {
         let commands = generator.commands(3_000).map { command in
             switch command.action {
             case .openStream(let observer, nil):
-                Command(time: command.time, .openStream(observer: observer, holder: "n0#1"), by: command.by)
+                Command(
+                    time: command.time, .openStream(observer: observer, holder: "n0#1"), as: .server, by: command.by)
             case .closeStream(let observer, nil):
-                Command(time: command.time, .closeStream(observer: observer, holder: "n0#1"), by: command.by)
+                Command(
+                    time: command.time, .closeStream(observer: observer, holder: "n0#1"), as: .server, by: command.by)
             default: command
             }
         }

@@ -222,9 +222,11 @@ struct CommandGenerator {
             ttl: chance(0.5) ? pick(1..<20) : nil, client: chance(0.3) ? "tab1" : nil)
     }
 
-    /// Who makes a client's command: mostly the admin; else a token, a JWT or an observer's token.
-    private mutating func principal(_ action: Command.Action) -> Principal? {
-        guard opened, action.isClientWrite else { return nil }
+    /// Who makes a command: the server a background change; a client's mostly the admin, else a
+    /// token, a JWT or an observer's token.
+    private mutating func principal(_ action: Command.Action) -> Principal {
+        if action.isBackground { return .server }
+        guard opened else { return .admin }
         switch pick(0..<30) {
         case 0: return .token(element(tokens) ?? "tok_none")
         case 1:
@@ -234,7 +236,7 @@ struct CommandGenerator {
                     tokenID: "jti\(pick(0..<3))", kind: .jwt, grant: grant, client: nil,
                     expiresAt: Timestamp(milliseconds: time + Int64(pick(-2000..<20_000)))))
         case 2: return .observer(observer())
-        default: return nil
+        default: return .admin
         }
     }
 
@@ -369,8 +371,9 @@ struct CommandGenerator {
                 key: "key\(pick(0..<6))", fingerprint: "request\(pick(0..<2))",
                 answerMembers: chance(0.2) ? ["token": "t"] : [:]) : nil
         return Command(
-            time: Timestamp(milliseconds: time), action, by: chance(0.4) ? element(["tab0", "tab1"]) : nil,
-            idempotency: claim, principal: principal(action))
+            time: Timestamp(milliseconds: time), action, as: principal(action),
+            by: chance(0.4) ? element(["tab0", "tab1"]) : nil,
+            idempotency: claim)
     }
 
     private mutating func pick(_ range: Range<Int>) -> Int { Int.random(in: range, using: &random) }

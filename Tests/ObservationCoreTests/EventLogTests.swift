@@ -72,9 +72,9 @@ struct EventLogTests {
     @Test("the settled revision follows commands that make no event (a class defined, deleted)")
     func settledRevisionWithoutEvents() throws {
         let store = Store()
-        _ = try store.defineClass("Point", definition: ["properties": ["x": ["type": "number"]]])
+        _ = try store.as(.admin).defineClass("Point", definition: ["properties": ["x": ["type": "number"]]])
         #expect(store.settledRevision == store.stats().revision)
-        _ = try store.deleteClass("Point")
+        _ = try store.as(.admin).deleteClass("Point")
         #expect(store.settledRevision == store.stats().revision)
         #expect(store.settledRevision == 2)
     }
@@ -82,9 +82,10 @@ struct EventLogTests {
     @Test("a barrier sits after the events applied before it, whatever comes after")
     func barrierPosition() throws {
         let store = Store()
-        let observer = try store.createObserver(ObserverSettings()).observer.id
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
-        _ = try store.observe(observerID: observer, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        let observer = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try store.as(.admin).observe(
+            observerID: observer, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
         let log = try store.eventLog(of: observer)
         let barriers = Locked<[(afterID: Int, revision: Int)]>([])
         _ = log.attach(
@@ -92,12 +93,12 @@ struct EventLogTests {
             reader: EventLog.Reader(
                 wake: {}, abort: {},
                 barrier: { afterID, revision in barriers.withLock { $0.append((afterID, revision)) } }))
-        _ = try store.setValue(1, of: "a", at: "n")
-        guard case .barrier(let revision) = try store.issue(.progress(observer: observer)) else {
+        _ = try store.as(.admin).setValue(1, of: "a", at: "n")
+        guard case .barrier(let revision) = try store.as(.admin).issue(.progress(observer: observer)) else {
             Issue.record("not a barrier")
             return
         }
-        _ = try store.setValue(2, of: "a", at: "n")
+        _ = try store.as(.admin).setValue(2, of: "a", at: "n")
         let got = barriers.withLock { $0 }
         #expect(got.count == 1)
         #expect(got.first?.afterID == log.lastID - 1 && got.first?.revision == revision)
@@ -137,7 +138,7 @@ struct EventLogTests {
     )
     func deferredValueChanged() throws {
         let store = Store()
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0, "m": ["deep": 1]])
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0, "m": ["deep": 1]])
         let values: [(String, JSON)] = [
             ("n", ["name": "name-1", "seq": 1, "tags": ["x", "y"], "none": nil, "flag": true, "ratio": 0.5]),
             ("m.deep", "a \"quoted\" line\n"),
@@ -149,7 +150,7 @@ struct EventLogTests {
             _ = try store.execute(
                 Command(
                     time: Timestamp(milliseconds: 1_000),
-                    .setValue(object: "a", keyPath: keyPath, value: value, ifRevision: nil), by: by))
+                    .setValue(object: "a", keyPath: keyPath, value: value, ifRevision: nil), as: .admin, by: by))
         }
         guard case .events(let events) = try store.eventLog(of: nil).read(after: 0) else {
             Issue.record("the admin log holds the writes' events")

@@ -15,7 +15,7 @@ struct IdempotencyTests {
         try store.execute(
             Command(
                 time: Timestamp(milliseconds: base + milliseconds),
-                .setValue(object: "a", keyPath: "n", value: .int(value), ifRevision: nil),
+                .setValue(object: "a", keyPath: "n", value: .int(value), ifRevision: nil), as: .admin,
                 idempotency: IdempotencyClaim(key: key, fingerprint: request)))
     }
 
@@ -26,7 +26,7 @@ struct IdempotencyTests {
     @Test("a replay takes no revision; the key is free again after 10 minutes of command time")
     func window() throws {
         let store = Store()
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
         #expect(try !isReplay(setValue(1, key: "k", at: 1_000, in: store)))
         let revision = store.stats().revision
         #expect(try isReplay(setValue(1, key: "k", at: 2_000, in: store)))
@@ -40,7 +40,7 @@ struct IdempotencyTests {
     @Test("past the limit the oldest keys go first")
     func bounded() throws {
         let store = Store(limits: StoreLimits(maxIdempotencyKeys: 3))
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
         for index in 0..<5 { _ = try setValue(index, key: "k\(index)", at: Int64(1_000 + index), in: store) }
         let held = store.state.withLock { $0.idempotency.keys }
         #expect(held == ["k2", "k3", "k4"])

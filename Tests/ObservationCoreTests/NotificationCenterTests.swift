@@ -11,9 +11,10 @@ struct NotificationCenterTests {
     @Test("GNUstep matching: every subscription kind × posting kind", arguments: subscriptionKinds, postingKinds)
     func matching(subscription: (String?, String?), posting: (String, String?)) throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.subscribe(observerID: fixture.observerID, name: subscription.0, object: subscription.1)
+        _ = try fixture.store.as(.admin).subscribe(
+            observerID: fixture.observerID, name: subscription.0, object: subscription.1)
         _ = fixture.events()
-        let outcome = try fixture.store.post(name: posting.0, object: posting.1, userInfo: ["k": 1])
+        let outcome = try fixture.store.as(.admin).post(name: posting.0, object: posting.1, userInfo: ["k": 1])
         let expected =
             (subscription.0 == nil || subscription.0 == posting.0)
             && (subscription.1 == nil || subscription.1 == posting.1)
@@ -47,18 +48,18 @@ struct NotificationCenterTests {
         for (subscriptionName, subscriptionObject) in [("N", "o"), ("N", nil), (nil, "o"), (nil, nil), ("M", "o")]
             as [(String?, String?)]
         {
-            _ = try fixture.store.subscribe(
+            _ = try fixture.store.as(.admin).subscribe(
                 observerID: fixture.observerID, name: subscriptionName, object: subscriptionObject)
         }
         func labels() throws -> Set<String> {
             Set(
-                try fixture.store.observer(fixture.observerID).subscriptionList.map {
+                try fixture.store.as(.admin).observer(fixture.observerID).subscriptionList.map {
                     "\($0.name ?? "*")/\($0.object ?? "*")"
                 })
         }
         let before = try labels()
         let code = errorCode {
-            _ = try fixture.store.unsubscribe(observerID: fixture.observerID, name: name, object: object)
+            _ = try fixture.store.as(.admin).unsubscribe(observerID: fixture.observerID, name: name, object: object)
         }
         #expect(code == (removed.isEmpty ? .notFound : nil))
         #expect(before.subtracting(try labels()) == Set(removed))
@@ -67,8 +68,8 @@ struct NotificationCenterTests {
     @Test("subscriptions are deduplicated per (name, object)")
     func dedup() throws {
         let fixture = try ObservationFixture()
-        let first = try fixture.store.subscribe(observerID: fixture.observerID, name: "N", object: nil)
-        let again = try fixture.store.subscribe(observerID: fixture.observerID, name: "N", object: nil)
+        let first = try fixture.store.as(.admin).subscribe(observerID: fixture.observerID, name: "N", object: nil)
+        let again = try fixture.store.as(.admin).subscribe(observerID: fixture.observerID, name: "N", object: nil)
         #expect(!first.deduplicated && again.deduplicated && again.revision == nil)
         #expect(again.subscription == first.subscription)
         #expect(fixture.store.subscriptionCount == 1)
@@ -84,11 +85,12 @@ struct NotificationCenterTests {
         ] as [([String], Int, [String])])
     func coalescing(mask: [String], coalesced: Int, delivered: [String]) throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.subscribe(observerID: fixture.observerID, name: nil, object: nil)
-        _ = try fixture.store.post(name: "A", object: "x", userInfo: "a1", style: .asap)
-        _ = try fixture.store.post(name: "A", object: "y", userInfo: "a2", style: .idle)
-        _ = try fixture.store.post(name: "B", object: "y", userInfo: "b", style: .asap)
-        let outcome = try fixture.store.post(name: "A", object: "x", userInfo: "a3", style: .idle, coalesce: mask)
+        _ = try fixture.store.as(.admin).subscribe(observerID: fixture.observerID, name: nil, object: nil)
+        _ = try fixture.store.as(.admin).post(name: "A", object: "x", userInfo: "a1", style: .asap)
+        _ = try fixture.store.as(.admin).post(name: "A", object: "y", userInfo: "a2", style: .idle)
+        _ = try fixture.store.as(.admin).post(name: "B", object: "y", userInfo: "b", style: .asap)
+        let outcome = try fixture.store.as(.admin).post(
+            name: "A", object: "x", userInfo: "a3", style: .idle, coalesce: mask)
         #expect(outcome == .queued(coalesced: coalesced))
         _ = fixture.events()
         fixture.store.flushQueued(.asap)
@@ -102,27 +104,36 @@ struct NotificationCenterTests {
     @Test("posting needs a valid name; coalescing applies to queued postings only")
     func validation() throws {
         let store = Store()
-        #expect(errorCode { _ = try store.post(name: "", object: nil, userInfo: nil) } == .invalidName)
-        #expect(errorCode { _ = try store.post(name: "a\u{0}b", object: nil, userInfo: nil) } == .invalidName)
-        #expect(errorCode { _ = try store.post(name: "N", object: "bad id", userInfo: nil) } == .invalidName)
+        #expect(errorCode { _ = try store.as(.admin).post(name: "", object: nil, userInfo: nil) } == .invalidName)
         #expect(
-            errorCode { _ = try store.post(name: "N", object: nil, userInfo: nil, coalesce: ["name"]) }
+            errorCode { _ = try store.as(.admin).post(name: "a\u{0}b", object: nil, userInfo: nil) } == .invalidName)
+        #expect(errorCode { _ = try store.as(.admin).post(name: "N", object: "bad id", userInfo: nil) } == .invalidName)
+        #expect(
+            errorCode { _ = try store.as(.admin).post(name: "N", object: nil, userInfo: nil, coalesce: ["name"]) }
                 == .invalidRequest)
         #expect(
-            errorCode { _ = try store.post(name: "N", object: nil, userInfo: nil, style: .asap, coalesce: ["nmae"]) }
+            errorCode {
+                _ = try store.as(.admin).post(name: "N", object: nil, userInfo: nil, style: .asap, coalesce: ["nmae"])
+            }
                 == .invalidRequest)
     }
 
     @Test("a posting reaches only its own subscriptions among 100,000 to other names")
     func indexScale() throws {
         let store = Store(limits: StoreLimits(maxRegistrationsPerObserver: 200_000))
-        let observer = try store.createObserver(ObserverSettings()).observer.id
+        let observer = try store.as(.admin).createObserver(ObserverSettings()).observer.id
         for index in 0..<100_000 {
-            _ = try store.subscribe(observerID: observer, name: "name-\(index % 1000)", object: "o\(index)")
+            _ = try store.as(.admin).subscribe(observerID: observer, name: "name-\(index % 1000)", object: "o\(index)")
         }
-        _ = try store.subscribe(observerID: observer, name: "target", object: nil)
-        #expect(try store.post(name: "name-7", object: "o7", userInfo: nil) == .delivered(revision: 100_003, count: 1))
-        #expect(try store.post(name: "target", object: "o7", userInfo: nil) == .delivered(revision: 100_004, count: 1))
-        #expect(try store.post(name: "name-7", object: nil, userInfo: nil) == .delivered(revision: 100_005, count: 0))
+        _ = try store.as(.admin).subscribe(observerID: observer, name: "target", object: nil)
+        #expect(
+            try store.as(.admin).post(name: "name-7", object: "o7", userInfo: nil)
+                == .delivered(revision: 100_003, count: 1))
+        #expect(
+            try store.as(.admin).post(name: "target", object: "o7", userInfo: nil)
+                == .delivered(revision: 100_004, count: 1))
+        #expect(
+            try store.as(.admin).post(name: "name-7", object: nil, userInfo: nil)
+                == .delivered(revision: 100_005, count: 0))
     }
 }

@@ -9,7 +9,7 @@ struct ObservationFixture {
     private var cursor = 0
 
     init(retain: Bool = false) throws {
-        observerID = try store.createObserver(ObserverSettings(retainObserved: retain)).observer.id
+        observerID = try store.as(.admin).createObserver(ObserverSettings(retainObserved: retain)).observer.id
         log = try store.openStream(of: observerID)
         store.closeStream(of: observerID)
     }
@@ -30,7 +30,7 @@ struct ObservationFixture {
     )
         throws -> ObserveResult
     {
-        try store.observe(
+        try store.as(.admin).observe(
             observerID: observerID, objectID: object, keyPaths: [keyPath], options: options, context: context)
     }
 }
@@ -51,9 +51,9 @@ struct ObservationTests {
         ] as [(ObservationOptions, [String])])
     func optionFields(options: ObservationOptions, fields: [String]) throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "a", className: nil, values: ["balance": 100])
+        _ = try fixture.store.as(.admin).createObject(id: "a", className: nil, values: ["balance": 100])
         try fixture.observe("a", "balance", options, context: ["tag": 1])
-        let revision = try fixture.store.setValue(120, of: "a", at: "balance")
+        let revision = try fixture.store.as(.admin).setValue(120, of: "a", at: "balance")
         let records = fixture.changes()
         try #require(records.count == 1)
         let record = records[0]
@@ -72,7 +72,7 @@ struct ObservationTests {
     @Test("initial sends the current value at once, never old")
     func initial() throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "a", className: nil, values: ["n": 5])
+        _ = try fixture.store.as(.admin).createObject(id: "a", className: nil, values: ["n": 5])
         try fixture.observe("a", "n", [.initial, .new, .old])
         let records = fixture.changes()
         #expect(records.count == 1)
@@ -86,10 +86,10 @@ struct ObservationTests {
     @Test("a PATCH sends every prior record first, then every post record, under one revision")
     func nesting() throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "a", className: nil, values: ["x": 1, "y": 2])
+        _ = try fixture.store.as(.admin).createObject(id: "a", className: nil, values: ["x": 1, "y": 2])
         try fixture.observe("a", "x", [.prior, .old, .new])
         try fixture.observe("a", "y", [.prior, .old, .new])
-        let revision = try fixture.store.patch("a", values: ["x": 10, "y": 20])
+        let revision = try fixture.store.as(.admin).patch("a", values: ["x": 10, "y": 20])
         let records = fixture.changes()
         #expect(records.map { $0["prior"] == true } == [true, true, false, false])
         #expect(records.allSatisfy { $0["revision"] == .int(revision) })
@@ -100,7 +100,7 @@ struct ObservationTests {
     @Test("notify policies: always, onChange, manual with notify")
     func policies() throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.defineClass(
+        _ = try fixture.store.as(.admin).defineClass(
             "A",
             definition: [
                 "properties": [
@@ -108,13 +108,14 @@ struct ObservationTests {
                     "manual": ["type": "number", "notify": "manual"],
                 ]
             ])
-        _ = try fixture.store.createObject(id: "a", className: "A", values: ["always": 1, "changes": 1, "manual": 1])
+        _ = try fixture.store.as(.admin).createObject(
+            id: "a", className: "A", values: ["always": 1, "changes": 1, "manual": 1])
         for key in ["always", "changes", "manual"] { try fixture.observe("a", key) }
-        _ = try fixture.store.patch("a", values: ["always": 1, "changes": 1, "manual": 2])
+        _ = try fixture.store.as(.admin).patch("a", values: ["always": 1, "changes": 1, "manual": 2])
         #expect(fixture.changes().map { $0["keyPath"] } == ["always"])
-        _ = try fixture.store.patch("a", values: ["changes": 2, "manual": 3])
+        _ = try fixture.store.as(.admin).patch("a", values: ["changes": 2, "manual": 3])
         #expect(fixture.changes().map { $0["keyPath"] } == ["changes"])
-        _ = try fixture.store.notify("a", keyPaths: ["manual"])
+        _ = try fixture.store.as(.admin).notify("a", keyPaths: ["manual"])
         let manual = fixture.changes()
         #expect(manual.count == 1)
         #expect(manual.first?["old"] == 1)
@@ -124,14 +125,14 @@ struct ObservationTests {
     @Test("a one-key registration tells every change as its value goes from plain to a reference and back")
     func oneKeyThroughKinds() throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "p1", className: nil, values: ["name": "Ada"])
-        _ = try fixture.store.createObject(id: "acct", className: nil, values: ["owner": "nobody"])
+        _ = try fixture.store.as(.admin).createObject(id: "p1", className: nil, values: ["name": "Ada"])
+        _ = try fixture.store.as(.admin).createObject(id: "acct", className: nil, values: ["owner": "nobody"])
         try fixture.observe("acct", "owner")
-        _ = try fixture.store.setValue("somebody", of: "acct", at: "owner")
-        _ = try fixture.store.setValue(["$ref": "p1"], of: "acct", at: "owner")
-        _ = try fixture.store.deleteObject("p1")
-        _ = try fixture.store.setValue("plain again", of: "acct", at: "owner")
-        _ = try fixture.store.setValue("and again", of: "acct", at: "owner")
+        _ = try fixture.store.as(.admin).setValue("somebody", of: "acct", at: "owner")
+        _ = try fixture.store.as(.admin).setValue(["$ref": "p1"], of: "acct", at: "owner")
+        _ = try fixture.store.as(.admin).deleteObject("p1")
+        _ = try fixture.store.as(.admin).setValue("plain again", of: "acct", at: "owner")
+        _ = try fixture.store.as(.admin).setValue("and again", of: "acct", at: "owner")
         let records = fixture.changes()
         #expect(records.map { $0["old"] } == ["nobody", "somebody", ["$ref": "p1"], .null, "plain again"])
         #expect(records.map { $0["new"] } == ["somebody", ["$ref": "p1"], .null, "plain again", "and again"])
@@ -140,27 +141,27 @@ struct ObservationTests {
     @Test("a path through a reference re-binds when a link changes")
     func rebinding() throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "p1", className: nil, values: ["name": "Ada"])
-        _ = try fixture.store.createObject(id: "p2", className: nil, values: ["name": "Alan"])
-        _ = try fixture.store.createObject(id: "acct", className: nil, values: ["owner": ["$ref": "p1"]])
+        _ = try fixture.store.as(.admin).createObject(id: "p1", className: nil, values: ["name": "Ada"])
+        _ = try fixture.store.as(.admin).createObject(id: "p2", className: nil, values: ["name": "Alan"])
+        _ = try fixture.store.as(.admin).createObject(id: "acct", className: nil, values: ["owner": ["$ref": "p1"]])
         try fixture.observe("acct", "owner.name")
-        _ = try fixture.store.setValue("Ada L.", of: "p1", at: "name")
+        _ = try fixture.store.as(.admin).setValue("Ada L.", of: "p1", at: "name")
         #expect(fixture.changes().map { $0["new"] } == ["Ada L."])
-        _ = try fixture.store.setValue(["$ref": "p2"], of: "acct", at: "owner")
+        _ = try fixture.store.as(.admin).setValue(["$ref": "p2"], of: "acct", at: "owner")
         let switched = fixture.changes()
         #expect(switched.count == 1)
         #expect(switched.first?["old"] == "Ada L." && switched.first?["new"] == "Alan")
-        _ = try fixture.store.setValue("nobody sees this", of: "p1", at: "name")
+        _ = try fixture.store.as(.admin).setValue("nobody sees this", of: "p1", at: "name")
         #expect(fixture.changes().isEmpty)
-        _ = try fixture.store.setValue("Alan T.", of: "p2", at: "name")
+        _ = try fixture.store.as(.admin).setValue("Alan T.", of: "p2", at: "name")
         #expect(fixture.changes().map { $0["new"] } == ["Alan T."])
     }
 
     @Test("computed key paths with operators notify through references and arrays")
     func computed() throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.defineClass("E", definition: ["properties": ["salary": ["type": "number"]]])
-        _ = try fixture.store.defineClass(
+        _ = try fixture.store.as(.admin).defineClass("E", definition: ["properties": ["salary": ["type": "number"]]])
+        _ = try fixture.store.as(.admin).defineClass(
             "D",
             definition: [
                 "properties": [
@@ -168,18 +169,18 @@ struct ObservationTests {
                     "total": ["type": "number", "computed": "employees.@sum.salary", "notify": "onChange"],
                 ]
             ])
-        _ = try fixture.store.createObject(id: "e1", className: "E", values: ["salary": 10])
-        _ = try fixture.store.createObject(id: "e2", className: "E", values: ["salary": 20])
-        _ = try fixture.store.createObject(id: "d", className: "D", values: ["employees": [["$ref": "e1"]]])
+        _ = try fixture.store.as(.admin).createObject(id: "e1", className: "E", values: ["salary": 10])
+        _ = try fixture.store.as(.admin).createObject(id: "e2", className: "E", values: ["salary": 20])
+        _ = try fixture.store.as(.admin).createObject(id: "d", className: "D", values: ["employees": [["$ref": "e1"]]])
         try fixture.observe("d", "total")
-        _ = try fixture.store.setValue(15, of: "e1", at: "salary")
+        _ = try fixture.store.as(.admin).setValue(15, of: "e1", at: "salary")
         #expect(fixture.changes().map { $0["new"] } == [15])
-        _ = try fixture.store.setValue(99, of: "e2", at: "salary")
+        _ = try fixture.store.as(.admin).setValue(99, of: "e2", at: "salary")
         #expect(fixture.changes().isEmpty, "e2 is not an employee yet")
         let insertion = try ArrayMutation(kind: .insertion, indexes: [1], values: [["$ref": "e2"]])
-        _ = try fixture.store.mutate("d", at: "employees", insertion)
+        _ = try fixture.store.as(.admin).mutate("d", at: "employees", insertion)
         #expect(fixture.changes().map { $0["new"] } == [114])
-        _ = try fixture.store.setValue(15, of: "e1", at: "salary")
+        _ = try fixture.store.as(.admin).setValue(15, of: "e1", at: "salary")
         #expect(fixture.changes().isEmpty, "onChange: an equal total notifies nobody")
     }
 
@@ -192,9 +193,10 @@ struct ObservationTests {
         ] as [(ArrayMutation.Kind, [Int], [JSON], JSON?, JSON?)])
     func toMany(kind: ArrayMutation.Kind, indexes: [Int], values: [JSON], old: JSON?, new: JSON?) throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "a", className: nil, values: ["list": [1, 2, 3]])
+        _ = try fixture.store.as(.admin).createObject(id: "a", className: nil, values: ["list": [1, 2, 3]])
         try fixture.observe("a", "list", [.old, .new, .prior])
-        _ = try fixture.store.mutate("a", at: "list", try ArrayMutation(kind: kind, indexes: indexes, values: values))
+        _ = try fixture.store.as(.admin).mutate(
+            "a", at: "list", try ArrayMutation(kind: kind, indexes: indexes, values: values))
         let records = fixture.changes()
         try #require(records.count == 2)
         #expect(records[0]["prior"] == true && records[0]["new"] == nil)
@@ -207,59 +209,60 @@ struct ObservationTests {
     @Test("registrations are deduplicated per (object, key path): first wins")
     func dedup() throws {
         let fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "a", className: nil, values: [:])
+        _ = try fixture.store.as(.admin).createObject(id: "a", className: nil, values: [:])
         let first = try fixture.observe("a", "x", [.new])
         let second = try fixture.observe("a", "x", [.old], context: "other")
         #expect(first.revision != nil && second.revision == nil)
         #expect(second.registrations.first?.deduplicated == true)
         #expect(second.registrations.first?.registration == first.registrations.first?.registration)
-        #expect(try fixture.store.observer(fixture.observerID).registrations.count == 1)
+        #expect(try fixture.store.as(.admin).observer(fixture.observerID).registrations.count == 1)
     }
 
     @Test("unobserving is a fence; removing what is not registered is 404")
     func fence() throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "a", className: nil, values: [:])
+        _ = try fixture.store.as(.admin).createObject(id: "a", className: nil, values: [:])
         let id = try #require(try fixture.observe("a", "x").registrations.first?.registration.id)
-        _ = try fixture.store.unobserve(observerID: fixture.observerID, registrationID: id)
+        _ = try fixture.store.as(.admin).unobserve(observerID: fixture.observerID, registrationID: id)
         #expect(fixture.events().map(\.0) == ["cancelled"])
-        _ = try fixture.store.setValue(1, of: "a", at: "x")
+        _ = try fixture.store.as(.admin).setValue(1, of: "a", at: "x")
         #expect(fixture.events().isEmpty)
         #expect(
-            errorCode { _ = try fixture.store.unobserve(observerID: fixture.observerID, registrationID: id) }
+            errorCode { _ = try fixture.store.as(.admin).unobserve(observerID: fixture.observerID, registrationID: id) }
                 == .notFound)
-        #expect(try fixture.store.unobserve(observerID: fixture.observerID) == nil)
+        #expect(try fixture.store.as(.admin).unobserve(observerID: fixture.observerID) == nil)
     }
 
     @Test("deleting an object cancels its registrations; paths through it read null")
     func deletion() throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "p", className: nil, values: ["name": "Ada"])
-        _ = try fixture.store.createObject(id: "acct", className: nil, values: ["owner": ["$ref": "p"]])
+        _ = try fixture.store.as(.admin).createObject(id: "p", className: nil, values: ["name": "Ada"])
+        _ = try fixture.store.as(.admin).createObject(id: "acct", className: nil, values: ["owner": ["$ref": "p"]])
         try fixture.observe("p", "name")
         try fixture.observe("acct", "owner.name")
-        #expect(try fixture.store.deleteObject("p") == .deleted(revision: fixture.store.stats().revision))
+        #expect(try fixture.store.as(.admin).deleteObject("p") == .deleted(revision: fixture.store.stats().revision))
         let events = fixture.events()
         #expect(events.map(\.0) == ["cancelled", "change"])
         #expect(events[0].1["reason"] == "objectDeleted")
         #expect(events[1].1["old"] == "Ada" && events[1].1["new"] == JSON.null)
-        #expect(try fixture.store.observer(fixture.observerID).registrations.map(\.keyPath) == ["owner.name"])
+        #expect(
+            try fixture.store.as(.admin).observer(fixture.observerID).registrations.map(\.keyPath) == ["owner.name"])
     }
 
     @Test("retainObserved keeps a deleted object until its last retainer lets go")
     func retain() throws {
         var fixture = try ObservationFixture(retain: true)
-        _ = try fixture.store.createObject(id: "a", className: nil, values: ["x": 1])
+        _ = try fixture.store.as(.admin).createObject(id: "a", className: nil, values: ["x": 1])
         try fixture.observe("a", "x")
-        guard case .releasePending(let retainedBy, _) = try fixture.store.deleteObject("a") else {
+        guard case .releasePending(let retainedBy, _) = try fixture.store.as(.admin).deleteObject("a") else {
             Issue.record("not pending")
             return
         }
         #expect(retainedBy == [fixture.observerID])
-        #expect(try fixture.store.object("a").retainedBy == [fixture.observerID])
-        _ = try fixture.store.setValue(2, of: "a", at: "x")
+        #expect(try fixture.store.as(.admin).object("a").retainedBy == [fixture.observerID])
+        _ = try fixture.store.as(.admin).setValue(2, of: "a", at: "x")
         #expect(fixture.changes().count == 1, "still observable while pending")
-        _ = try fixture.store.unobserve(observerID: fixture.observerID, objectID: "a")
-        #expect(errorCode { _ = try fixture.store.object("a") } == .notFound)
+        _ = try fixture.store.as(.admin).unobserve(observerID: fixture.observerID, objectID: "a")
+        #expect(errorCode { _ = try fixture.store.as(.admin).object("a") } == .notFound)
     }
 }

@@ -12,7 +12,7 @@ struct OptionKindTableTests {
     @Test("each option set and change kind yields exactly KVO's records and fields", arguments: allOptionSets, allKinds)
     func table(options: ObservationOptions, kind: ArrayMutation.Kind?) throws {
         var fixture = try ObservationFixture()
-        _ = try fixture.store.createObject(id: "a", className: nil, values: ["list": [1, 2, 3]])
+        _ = try fixture.store.as(.admin).createObject(id: "a", className: nil, values: ["list": [1, 2, 3]])
         try fixture.observe("a", "list", options)
         let initial = fixture.changes()
         #expect(initial.count == (options.contains(.initial) ? 1 : 0))
@@ -27,18 +27,18 @@ struct OptionKindTableTests {
         let expectedNew: JSON?
         switch kind {
         case nil:
-            revision = try fixture.store.setValue([9], of: "a", at: "list")
+            revision = try fixture.store.as(.admin).setValue([9], of: "a", at: "list")
             (expectedOld, expectedNew) = ([1, 2, 3], [9])
         case .insertion?:
-            revision = try fixture.store.mutate(
+            revision = try fixture.store.as(.admin).mutate(
                 "a", at: "list", try ArrayMutation(kind: .insertion, indexes: [1], values: [7]))
             (expectedOld, expectedNew) = (nil, [7])
         case .removal?:
-            revision = try fixture.store.mutate(
+            revision = try fixture.store.as(.admin).mutate(
                 "a", at: "list", try ArrayMutation(kind: .removal, indexes: [0, 2], values: []))
             (expectedOld, expectedNew) = ([1, 3], nil)
         case .replacement?:
-            revision = try fixture.store.mutate(
+            revision = try fixture.store.as(.admin).mutate(
                 "a", at: "list", try ArrayMutation(kind: .replacement, indexes: [2], values: [8]))
             (expectedOld, expectedNew) = ([3], [8])
         }

@@ -10,22 +10,22 @@ struct OwnedObjectTests {
     /// `p-owner` and patches `room` when removed.
     static func world(persistent: Bool = false) throws -> (Store, String) {
         let store = persistent ? try Store(restoring: PersistedImage()) : Store()
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "Presence", definition: ["properties": ["user": ["type": "string"], "room": ["type": "string"]]])
-        _ = try store.createObject(id: "room", className: nil, values: ["last": .null, "count": 1])
+        _ = try store.as(.admin).createObject(id: "room", className: nil, values: ["last": .null, "count": 1])
         let made = try store.execute(
             Command(
                 time: .now(),
                 .createObserver(
                     id: "owner", tokenHash: "h-owner", name: nil, lease: 5, retainObserved: false, replay: 100,
-                    onRemove: [["object": "room", "values": ["last": "owner left", "count": 0]]])))
+                    onRemove: [["object": "room", "values": ["last": "owner left", "count": 0]]]), as: .admin))
         guard case .observerCreated(let observer) = made else { throw CoreError(.conflict, "no observer") }
         _ = try store.execute(
             Command(
                 time: .now(),
                 .createObject(
                     id: "p-owner", className: "Presence", values: ["user": "ann", "room": "r1"], generatedID: "g",
-                    owner: observer.id)))
+                    owner: observer.id), as: .admin))
         return (store, observer.id)
     }
 
@@ -40,13 +40,13 @@ struct OwnedObjectTests {
     @Test("deleting the owner deletes what it owns and applies its patches, all in the removal's revision")
     func removal() throws {
         let (store, owner) = try Self.world()
-        #expect(try store.object("p-owner").owner == owner)
-        let watcher = try store.createObserver(ObserverSettings()).observer.id
-        _ = try store.registerQuery(
+        #expect(try store.as(.admin).object("p-owner").owner == owner)
+        let watcher = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).registerQuery(
             observerID: watcher, definition: ["class": "Presence", "select": ["user"]], options: ["new"])
-        let revision = try store.deleteObserver(owner)
-        #expect(throws: CoreError.self) { try store.object("p-owner") }
-        let room = try store.object("room")
+        let revision = try store.as(.admin).deleteObserver(owner)
+        #expect(throws: CoreError.self) { try store.as(.admin).object("p-owner") }
+        let room = try store.as(.admin).object("room")
         #expect(room.values["last"] == "owner left" && room.values["count"] == 0 && room.revision == revision)
         let events = try Self.adminEvents(store).filter { $0.data["revision"] == .int(revision) }
         #expect(events.map(\.name) == ["observerRemoved", "objectDeleted", "valueChanged", "valueChanged"])
@@ -58,36 +58,39 @@ struct OwnedObjectTests {
     @Test("a lease that runs out removes the owner the same way; a retained owned object goes releasePending")
     func expiryAndRetention() throws {
         let (store, owner) = try Self.world()
-        let keeper = try store.createObserver(ObserverSettings(lease: 3600, retainObserved: true)).observer.id
-        _ = try store.observe(observerID: keeper, objectID: "p-owner", keyPaths: ["user"], options: [], context: nil)
+        let keeper = try store.as(.admin).createObserver(ObserverSettings(lease: 3600, retainObserved: true)).observer
+            .id
+        _ = try store.as(.admin).observe(
+            observerID: keeper, objectID: "p-owner", keyPaths: ["user"], options: [], context: nil)
         let later = Timestamp(milliseconds: Timestamp.now().milliseconds + 6_000)
-        guard case .expired(let gone) = try store.execute(Command(time: later, .expireLeases)) else {
+        guard case .expired(let gone) = try store.execute(Command(time: later, .expireLeases, as: .server)) else {
             Issue.record("no expiry")
             return
         }
         #expect(gone == [owner])
-        #expect(try store.object("p-owner").values["user"] == "ann", "retained: still readable")
+        #expect(try store.as(.admin).object("p-owner").values["user"] == "ann", "retained: still readable")
         #expect(try Self.adminEvents(store).contains { $0.name == "objectReleasePending" })
-        #expect(try store.object("room").values["last"] == "owner left")
-        _ = try store.deleteObserver(keeper)
-        #expect(throws: CoreError.self) { try store.object("p-owner") }
+        #expect(try store.as(.admin).object("room").values["last"] == "owner left")
+        _ = try store.as(.admin).deleteObserver(keeper)
+        #expect(throws: CoreError.self) { try store.as(.admin).object("p-owner") }
     }
 
     @Test("onRemove is checked at creation: 404, 400, 403, at most 16; nothing changes")
     func badPatches() throws {
         let (store, _) = try Self.world()
-        let token = try store.createToken(scopes: [["allow": ["observe", "write"], "ids": "p-*"]], secret: "s")
+        let token = try store.as(.admin).createToken(
+            scopes: [["allow": ["observe", "write"], "ids": "p-*"]], secret: "s")
         let before = store.stats().revision
-        let cases: [(JSON, Principal?, CoreError.Code)] = [
-            ([["object": "nope", "values": ["a": 1]]], nil, .notFound),
-            ([["object": "room", "values": ["bad key": 1]]], nil, .invalidKeyPath),
-            ([["object": "p-owner", "values": ["user": 3]]], nil, .typeMismatch),
+        let cases: [(JSON, Principal, CoreError.Code)] = [
+            ([["object": "nope", "values": ["a": 1]]], .admin, .notFound),
+            ([["object": "room", "values": ["bad key": 1]]], .admin, .invalidKeyPath),
+            ([["object": "p-owner", "values": ["user": 3]]], .admin, .typeMismatch),
             ([["object": "room", "values": ["a": 1]]], .token(token.id), .forbidden),
             // A missing id no scope could match: 403 too, so a refusal tells nothing of what exists.
             ([["object": "zzz", "values": ["a": 1]]], .token(token.id), .forbidden),
             ([["object": "p-none", "values": ["a": 1]]], .token(token.id), .notFound),
-            ([["object": "room"]], nil, .invalidRequest),
-            (.array((0...16).map { _ in ["object": "room", "values": ["a": 1]] }), nil, .invalidRequest),
+            ([["object": "room"]], .admin, .invalidRequest),
+            (.array((0...16).map { _ in ["object": "room", "values": ["a": 1]] }), .admin, .invalidRequest),
         ]
         for (onRemove, principal, code) in cases {
             do {
@@ -96,8 +99,7 @@ struct OwnedObjectTests {
                         time: .now(),
                         .createObserver(
                             id: "o", tokenHash: "h", name: nil, lease: 60, retainObserved: false, replay: 10,
-                            onRemove: onRemove),
-                        principal: principal))
+                            onRemove: onRemove), as: principal))
                 Issue.record("accepted \(onRemove)")
             } catch {
                 #expect(error.code == code, "\(onRemove): \(error.message)")
@@ -107,16 +109,16 @@ struct OwnedObjectTests {
         #expect(throws: CoreError.self) {
             try store.execute(
                 Command(
-                    time: .now(), .createObject(id: "x", className: nil, values: [:], generatedID: "g", owner: "nobody")
-                ))
+                    time: .now(),
+                    .createObject(id: "x", className: nil, values: [:], generatedID: "g", owner: "nobody"), as: .admin))
         }
     }
 
     @Test("a patch whose object is gone is skipped; the patches of a revoked token's observer still apply")
     func skippedAndRevoked() throws {
         let (store, _) = try Self.world()
-        _ = try store.createObject(id: "note", className: nil, values: ["n": 1])
-        let token = try store.createToken(
+        _ = try store.as(.admin).createObject(id: "note", className: nil, values: ["n": 1])
+        let token = try store.as(.admin).createToken(
             scopes: [["allow": ["read", "observe", "write", "create"], "ids": "*"]], secret: "t")
         let made = try store.execute(
             Command(
@@ -124,25 +126,25 @@ struct OwnedObjectTests {
                 .createObserver(
                     id: "tab", tokenHash: "h-tab", name: nil, lease: 60, retainObserved: false, replay: 10,
                     onRemove: [["object": "note", "values": ["n": 2]], ["object": "room", "values": ["last": "tab"]]]),
-                principal: .token(token.id)))
+                as: .token(token.id)))
         guard case .observerCreated(let tab) = made else { return }
-        _ = try store.deleteObject("note")
-        _ = try store.execute(Command(time: .now(), .revokeToken(id: token.id)))
-        _ = try store.deleteObserver(tab.id)
-        #expect(try store.object("room").values["last"] == "tab")
+        _ = try store.as(.admin).deleteObject("note")
+        _ = try store.execute(Command(time: .now(), .revokeToken(id: token.id), as: .admin))
+        _ = try store.as(.admin).deleteObserver(tab.id)
+        #expect(try store.as(.admin).object("room").values["last"] == "tab")
     }
 
     @Test("a token names only its own observers as owners, and its owned scope reads what they own")
     func ownedScope() throws {
         let (store, adminsObserver) = try Self.world()
-        let token = try store.createToken(
+        let token = try store.as(.admin).createToken(
             scopes: [["allow": ["read", "observe", "create", "write"], "owned": true]], secret: "own")
         let made = try store.execute(
             Command(
                 time: .now(),
                 .createObserver(
                     id: "mine", tokenHash: "h-mine", name: nil, lease: 60, retainObserved: false, replay: 10),
-                principal: .token(token.id)))
+                as: .token(token.id)))
         guard case .observerCreated(let mine) = made else { return }
         func create(_ id: String, owner: String?) -> CoreError.Code? {
             do {
@@ -150,15 +152,15 @@ struct OwnedObjectTests {
                     Command(
                         time: .now(),
                         .createObject(id: id, className: nil, values: [:], generatedID: "g", owner: owner),
-                        principal: .token(token.id)))
+                        as: .token(token.id)))
                 return nil
             } catch { return error.code }
         }
         #expect(create("a", owner: adminsObserver) == .forbidden)
         #expect(create("b", owner: nil) == .forbidden, "owned: an object without an owner is not the token's")
         #expect(create("c", owner: mine.id) == nil)
-        let reader = store.state.withLock { $0.tokens[token.id]?.reader }
-        #expect(try store.objects(className: nil, limit: 10, after: nil, reader: reader).objects.map(\.id) == ["c"])
+        #expect(
+            try store.as(.token(token.id)).objects(className: nil, limit: 10, after: nil).objects.map(\.id) == ["c"])
     }
 
     @Test("owners and patches survive a restart (checkpoint, or commands)", arguments: [true, false])
@@ -167,9 +169,9 @@ struct OwnedObjectTests {
         var directory = DataDirectory()
         directory.apply(store.takeBatch(checkpoint: checkpoint))
         let restored = try Store(restoring: directory.image)
-        #expect(try restored.object("p-owner").owner == owner)
-        _ = try restored.deleteObserver(owner)
-        #expect(throws: CoreError.self) { try restored.object("p-owner") }
-        #expect(try restored.object("room").values["last"] == "owner left")
+        #expect(try restored.as(.admin).object("p-owner").owner == owner)
+        _ = try restored.as(.admin).deleteObserver(owner)
+        #expect(throws: CoreError.self) { try restored.as(.admin).object("p-owner") }
+        #expect(try restored.as(.admin).object("room").values["last"] == "owner left")
     }
 }

@@ -32,14 +32,14 @@ struct DataDirectory {
 
 /// Everything a client can see of a store, for comparing before and after a restart.
 func visibleState(_ store: Store) throws -> [String] {
-    let objects = try store.objects(className: nil, limit: 1000, after: nil).objects.map {
+    let objects = try store.as(.admin).objects(className: nil, limit: 1000, after: nil).objects.map {
         String(decoding: JSON.object($0.json).encoded(), as: UTF8.self)
     }
-    let classes = store.classes().map {
+    let classes = try store.as(.admin).classes().map {
         "\($0.schema.name) \($0.revision) \(String(decoding: JSON.object($0.schema.json).encoded(), as: UTF8.self))"
     }
-    let observers = try store.observers().map { summary in
-        let observer = try store.observer(summary.id)
+    let observers = try store.as(.admin).observers().map { summary in
+        let observer = try store.as(.admin).observer(summary.id)
         return "\(observer.id) \(observer.name) \(observer.lease) \(observer.lastEventID) "
             + "\(observer.registrations.map { String(decoding: JSON.object($0.json).encoded(), as: UTF8.self) }) "
             + "\(observer.subscriptionList.map { String(decoding: JSON.object($0.json).encoded(), as: UTF8.self) })"

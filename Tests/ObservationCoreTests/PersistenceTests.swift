@@ -7,22 +7,23 @@ struct PersistenceTests {
     private func history(checkpointAfterSetup: Bool) throws -> (Store, DataDirectory, CreatedObserver) {
         let store = try Store(restoring: PersistedImage())
         var directory = DataDirectory()
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "Person",
             definition: ["properties": ["name": ["type": "string"], "friend": ["type": "ref", "class": "Person"]]])
-        _ = try store.createObject(id: "a", className: "Person", values: ["name": "Ann"])
-        _ = try store.createObject(id: "b", className: "Person", values: ["name": "Bob", "friend": ["$ref": "a"]])
-        _ = try store.createObject(id: "gone", className: nil, values: ["x": 1])
-        let watcher = try store.createObserver(ObserverSettings(name: "w", lease: 300, retainObserved: true))
-        _ = try store.observe(
+        _ = try store.as(.admin).createObject(id: "a", className: "Person", values: ["name": "Ann"])
+        _ = try store.as(.admin).createObject(
+            id: "b", className: "Person", values: ["name": "Bob", "friend": ["$ref": "a"]])
+        _ = try store.as(.admin).createObject(id: "gone", className: nil, values: ["x": 1])
+        let watcher = try store.as(.admin).createObserver(ObserverSettings(name: "w", lease: 300, retainObserved: true))
+        _ = try store.as(.admin).observe(
             observerID: watcher.observer.id, objectID: "b", keyPaths: ["friend.name", "name"],
             options: [.new, .old, .initial], context: "ctx")
-        _ = try store.subscribe(observerID: watcher.observer.id, name: "ping", object: nil)
+        _ = try store.as(.admin).subscribe(observerID: watcher.observer.id, name: "ping", object: nil)
         directory.apply(store.takeBatch(checkpoint: checkpointAfterSetup))
-        _ = try store.setValue("Anna", of: "a", at: "name")
-        _ = try store.deleteObject("gone")
-        _ = try store.deleteObject("b")  // retained: pending release
-        _ = try store.post(name: "later", object: nil, userInfo: ["n": 1], style: .idle)
+        _ = try store.as(.admin).setValue("Anna", of: "a", at: "name")
+        _ = try store.as(.admin).deleteObject("gone")
+        _ = try store.as(.admin).deleteObject("b")  // retained: pending release
+        _ = try store.as(.admin).post(name: "later", object: nil, userInfo: ["n": 1], style: .idle)
         directory.apply(store.takeBatch())
         return (store, directory, watcher)
     }
@@ -33,7 +34,7 @@ struct PersistenceTests {
     func roundTrip(checkpoint: Bool) throws {
         let (store, directory, watcher) = try history(checkpointAfterSetup: checkpoint)
         let id = watcher.observer.id
-        #expect(try store.observer(id).lastEventID == 3)  // two initial records, one change
+        #expect(try store.as(.admin).observer(id).lastEventID == 3)  // two initial records, one change
         #expect(directory.image.commands.count == (checkpoint ? 4 : 11))
 
         let restored = try Store(restoring: directory.image)
@@ -47,24 +48,24 @@ struct PersistenceTests {
 
         // Both go on alike: the same command, the same answer and the same event.
         for each in [store, restored] {
-            _ = try each.setValue("Annie", of: "a", at: "name")
+            _ = try each.as(.admin).setValue("Annie", of: "a", at: "name")
             each.takeBatch().publish()
         }
         #expect(held(replayed).last == held(original).last)
         #expect(restored.flushQueued(.idle) == 1, "the queued posting survived")
         // Releasing the retained object deletes it, as before the restart.
-        _ = try restored.unobserve(observerID: id, objectID: "b")
-        #expect(throws: CoreError.self) { try restored.object("b") }
+        _ = try restored.as(.admin).unobserve(observerID: id, objectID: "b")
+        #expect(throws: CoreError.self) { try restored.as(.admin).object("b") }
     }
 
     @Test("events reach streams only once their batch is published (durable)")
     func eventsWaitForPublish() throws {
         let store = try Store(restoring: PersistedImage())
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 1])
-        let id = try store.createObserver(ObserverSettings()).observer.id
-        _ = try store.observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 1])
+        let id = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
         let log = try store.openStream(of: id)
-        _ = try store.setValue(2, of: "a", at: "n")
+        _ = try store.as(.admin).setValue(2, of: "a", at: "n")
         guard case .upToDate = log.read(after: 0) else {
             Issue.record("an event was visible before its batch was durable")
             return
@@ -82,7 +83,9 @@ struct PersistenceTests {
         let time = Timestamp(milliseconds: 1_700_000_000_123)
         let cases: [(Command, String)] = [
             (
-                Command(time: time, .setValue(object: "a", keyPath: "n.m", value: ["x": 1], ifRevision: 7), by: "c1"),
+                Command(
+                    time: time, .setValue(object: "a", keyPath: "n.m", value: ["x": 1], ifRevision: 7), as: .admin,
+                    by: "c1"),
                 #"{"v":1,"t":1700000000123,"a":"setValue","object":"a","keyPath":"n.m","value":{"x":1},"ifRevision":7,"by":"c1"}"#
             ),
             (
@@ -90,14 +93,14 @@ struct PersistenceTests {
                     time: time,
                     .observe(
                         observer: "w", object: "a", keyPaths: ["n"], options: ["new", "old"], context: nil,
-                        registrationIDs: ["r1"], throttle: nil)),
+                        registrationIDs: ["r1"], throttle: nil), as: .admin),
                 #"{"v":1,"t":1700000000123,"a":"observe","observer":"w","object":"a","keyPaths":["n"],"options":["new","old"],"registrationIds":["r1"]}"#
             ),
             (
-                Command(time: time, .closeStream(observer: nil, holder: "node-2")),
+                Command(time: time, .closeStream(observer: nil, holder: "node-2"), as: .server),
                 #"{"v":1,"t":1700000000123,"a":"closeStream","holder":"node-2"}"#
             ),
-            (Command(time: time, .expireLeases), #"{"v":1,"t":1700000000123,"a":"expireLeases"}"#),
+            (Command(time: time, .expireLeases, as: .server), #"{"v":1,"t":1700000000123,"a":"expireLeases"}"#),
         ]
         for (command, expected) in cases {
             #expect(String(decoding: command.encoded(), as: UTF8.self) == expected)
@@ -108,11 +111,11 @@ struct PersistenceTests {
     @Test("a batch carries each applied command once, by position; a checkpoint each changed entity once")
     func batches() throws {
         let store = try Store(restoring: PersistedImage())
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 1])
-        for value in 2...50 { _ = try store.setValue(.int(value), of: "a", at: "n") }
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 1])
+        for value in 2...50 { _ = try store.as(.admin).setValue(.int(value), of: "a", at: "n") }
         #expect(store.journalSequence == 50)
         // A refused command is not journalled.
-        #expect(throws: CoreError.self) { try store.setValue(1, of: "missing", at: "n") }
+        #expect(throws: CoreError.self) { try store.as(.admin).setValue(1, of: "missing", at: "n") }
         #expect(store.journalSequence == 50)
         let batch = store.takeBatch()
         #expect(batch.sequence == 50 && batch.checkpoint == nil)
@@ -124,7 +127,7 @@ struct PersistenceTests {
         #expect(checkpoint.checkpoint?.position == 50)
         #expect(checkpoint.checkpoint?.rows().map(\.id) == ["a"])
         // Past `checkpointEvery` commands, the next batch is a checkpoint by itself.
-        for value in 1...3 { _ = try store.setValue(.int(value), of: "a", at: "n") }
+        for value in 1...3 { _ = try store.as(.admin).setValue(.int(value), of: "a", at: "n") }
         #expect(store.takeBatch(checkpointEvery: 3).checkpoint?.position == 53)
     }
 
@@ -132,11 +135,11 @@ struct PersistenceTests {
     func lastEventIDRows() throws {
         let store = try Store(restoring: PersistedImage())
         var directory = DataDirectory()
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
-        let id = try store.createObserver(ObserverSettings()).observer.id
-        _ = try store.observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
+        let id = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
         directory.apply(store.takeBatch(checkpoint: true))
-        for value in 1...5 { _ = try store.setValue(.int(value), of: "a", at: "n") }
+        for value in 1...5 { _ = try store.as(.admin).setValue(.int(value), of: "a", at: "n") }
         let batch = store.takeBatch(checkpoint: true)
         let rows = batch.checkpoint?.rows() ?? []
         #expect(Set(rows.map { "\($0.kind.rawValue)/\($0.id)" }) == ["object/a", "lastEventId/\(id)"])
@@ -144,13 +147,13 @@ struct PersistenceTests {
         directory.apply(batch)
 
         let restored = try Store(restoring: directory.image)
-        #expect(try restored.observer(id).lastEventID == 5)
+        #expect(try restored.as(.admin).observer(id).lastEventID == 5)
         let log = try restored.openStream(of: id)
-        _ = try restored.setValue(6, of: "a", at: "n")
+        _ = try restored.as(.admin).setValue(6, of: "a", at: "n")
         #expect(log.lastID == 6)
 
         // Removing the observer removes its row too; a row without its observer is refused.
-        _ = try store.deleteObserver(id)
+        _ = try store.as(.admin).deleteObserver(id)
         directory.apply(store.takeBatch(checkpoint: true))
         #expect(directory.image.rows.allSatisfy { $0.id != id })
         let orphan = PersistedRow(kind: .lastEventID, id: "obs_gone", document: Array(#"{"lastEventId":1}"#.utf8))
@@ -165,12 +168,12 @@ struct PersistenceTests {
         let store = try Store(restoring: PersistedImage())
         let signals = Locked(0)
         store.onJournal { signals.withLock { $0 += 1 } }
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
         func rounds(_ range: ClosedRange<Int>) throws -> Duration {
             let started = ContinuousClock.now
             for value in range {
                 _ = store.takeBatch()
-                _ = try store.setValue(.int(value), of: "a", at: "n")
+                _ = try store.as(.admin).setValue(.int(value), of: "a", at: "n")
             }
             return ContinuousClock.now - started
         }
@@ -189,7 +192,7 @@ struct PersistenceTests {
     @Test("an in-memory store keeps no journal and shows events at once")
     func inMemoryKeepsNoJournal() throws {
         let store = Store()
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 1])
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 1])
         #expect(store.journalSequence == 0)
         #expect(store.takeBatch().isEmpty)
     }
@@ -207,7 +210,8 @@ struct PersistenceTests {
                     .utf8))
         #expect(throws: PersistenceError.self) { try Store(restoring: PersistedImage(rows: [orphan])) }
         let stale = Command(
-            time: Timestamp(milliseconds: 1), .setValue(object: "a", keyPath: "n", value: 1, ifRevision: nil))
+            time: Timestamp(milliseconds: 1), .setValue(object: "a", keyPath: "n", value: 1, ifRevision: nil),
+            as: .admin)
         #expect(throws: PersistenceError.self) {
             try Store(restoring: PersistedImage(commands: [(1, stale.encoded())]))
         }
@@ -225,7 +229,7 @@ struct PersistenceTests {
         try store.execute(
             Command(
                 time: Timestamp(milliseconds: Timestamp.now().milliseconds + milliseconds),
-                .setValue(object: "a", keyPath: "n", value: .int(value), ifRevision: nil),
+                .setValue(object: "a", keyPath: "n", value: .int(value), ifRevision: nil), as: .admin,
                 idempotency: IdempotencyClaim(key: key, fingerprint: request)))
     }
 
@@ -233,7 +237,7 @@ struct PersistenceTests {
     func journalReplaysKeysAsApplied() throws {
         let store = try Store(limits: StoreLimits(maxIdempotencyKeys: 1), restoring: PersistedImage())
         var directory = DataDirectory()
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
         _ = try keyedSet(store, 1, key: "A", request: "first", at: 1_000)
         _ = try keyedSet(store, 2, key: "B", request: "second", at: 1_001)  // evicts A (limit 1)
         guard case .revision = try keyedSet(store, 3, key: "A", request: "third", at: 1_002) else {
@@ -243,7 +247,7 @@ struct PersistenceTests {
         directory.apply(store.takeBatch())
         // A limit raised since must not make the replay refuse (or swallow) the third write.
         let restarted = try Store(limits: StoreLimits(maxIdempotencyKeys: 100), restoring: directory.image)
-        #expect(try restarted.value(of: "a", at: "n").value == 3)
+        #expect(try restarted.as(.admin).value(of: "a", at: "n").value == 3)
         #expect(try visibleState(restarted) == visibleState(store))
     }
 
@@ -252,7 +256,7 @@ struct PersistenceTests {
         let limits = StoreLimits(maxIdempotencyKeys: 2)
         let store = try Store(limits: limits, restoring: PersistedImage())
         var directory = DataDirectory()
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
         // Same command time (one millisecond): arrival order is z, then a.
         _ = try keyedSet(store, 1, key: "z", request: "r", at: 5_000)
         _ = try keyedSet(store, 2, key: "a", request: "r", at: 5_000)

@@ -63,28 +63,28 @@ struct QueryModelTests {
     @Test("the same definition registered twice by one observer is deduplicated, by two is shared")
     func sharing() throws {
         let store = Store()
-        _ = try store.defineClass("Order", definition: ["properties": ["total": ["type": "number"]]])
+        _ = try store.as(.admin).defineClass("Order", definition: ["properties": ["total": ["type": "number"]]])
         for index in 0..<5 {
-            _ = try store.createObject(id: "o\(index)", className: "Order", values: ["total": .int(index)])
+            _ = try store.as(.admin).createObject(id: "o\(index)", className: "Order", values: ["total": .int(index)])
         }
-        let a = try store.createObserver(ObserverSettings()).observer.id
-        let b = try store.createObserver(ObserverSettings()).observer.id
+        let a = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        let b = try store.as(.admin).createObserver(ObserverSettings()).observer.id
         let definition: JSON = ["class": "Order", "orderBy": [["total", "desc"]], "limit": 2, "select": ["total"]]
-        let first = try store.registerQuery(observerID: a, definition: definition, options: ["new"])
-        let again = try store.registerQuery(observerID: a, definition: definition, options: ["new"])
+        let first = try store.as(.admin).registerQuery(observerID: a, definition: definition, options: ["new"])
+        let again = try store.as(.admin).registerQuery(observerID: a, definition: definition, options: ["new"])
         #expect(!first.deduplicated && again.deduplicated && again.query.id == first.query.id && again.revision == nil)
-        let other = try store.registerQuery(observerID: b, definition: definition, options: ["new"])
+        let other = try store.as(.admin).registerQuery(observerID: b, definition: definition, options: ["new"])
         #expect(!other.deduplicated && other.query.id != first.query.id)
         #expect(store.state.withLock { $0.queries.shapes.count } == 1, "two observers, one evaluation")
-        _ = try store.setValue(.int(9), of: "o0", at: "total")
+        _ = try store.as(.admin).setValue(.int(9), of: "o0", at: "total")
         let records = try [a, b].map { id in try queryRecords(store.eventLog(of: id)) }
         // The same record but for the query id.
         #expect(records[0].count == 1 && records[1].count == 1)
         #expect(
             records[0][0].replacingOccurrences(of: first.query.id, with: "Q")
                 == records[1][0].replacingOccurrences(of: other.query.id, with: "Q"))
-        _ = try store.unregisterQuery(observerID: a, queryID: first.query.id)
-        _ = try store.deleteObserver(b)
+        _ = try store.as(.admin).unregisterQuery(observerID: a, queryID: first.query.id)
+        _ = try store.as(.admin).deleteObserver(b)
         #expect(store.state.withLock { $0.queries.shapes.count } == 0, "the last query takes its evaluation along")
     }
 
@@ -94,46 +94,48 @@ struct QueryModelTests {
         let computed: (String) -> JSON = { template in
             ["properties": ["name": ["type": "string"], "label": ["type": "string", "computed": .string(template)]]]
         }
-        _ = try store.defineClass("Tag", definition: computed("{name}"))
+        _ = try store.as(.admin).defineClass("Tag", definition: computed("{name}"))
         for name in ["Ann", "Bob", "Amy"] {
-            _ = try store.createObject(id: name, className: "Tag", values: ["name": .string(name)])
+            _ = try store.as(.admin).createObject(id: name, className: "Tag", values: ["name": .string(name)])
         }
-        let observer = try store.createObserver(ObserverSettings()).observer.id
-        let query = try store.registerQuery(
+        let observer = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        let query = try store.as(.admin).registerQuery(
             observerID: observer,
             definition: ["class": "Tag", "where": [["label", "prefix", "A"]], "select": ["label"]],
             options: ["new"])
-        #expect(try store.query(query.query.id, of: observer).ids == ["Amy", "Ann"])
-        _ = try store.defineClass("Tag", definition: computed("x{name}"))
-        #expect(try store.query(query.query.id, of: observer).ids == [], "no label starts with A any more")
-        _ = try store.defineClass("Tag", definition: computed("{name}"))
-        _ = try store.setValue("Al", of: "Bob", at: "name")
-        #expect(try store.query(query.query.id, of: observer).ids == ["Amy", "Ann", "Bob"])
+        #expect(try store.as(.admin).query(query.query.id, of: observer).ids == ["Amy", "Ann"])
+        _ = try store.as(.admin).defineClass("Tag", definition: computed("x{name}"))
+        #expect(try store.as(.admin).query(query.query.id, of: observer).ids == [], "no label starts with A any more")
+        _ = try store.as(.admin).defineClass("Tag", definition: computed("{name}"))
+        _ = try store.as(.admin).setValue("Al", of: "Bob", at: "name")
+        #expect(try store.as(.admin).query(query.query.id, of: observer).ids == ["Amy", "Ann", "Bob"])
         let records = queryRecords(try store.eventLog(of: observer))
         #expect(records.count == 3, "\(records)")
         // Without a class, an entry on a key some class computes is found by every write of its inputs.
-        let anyClass = try store.registerQuery(
+        let anyClass = try store.as(.admin).registerQuery(
             observerID: observer, definition: ["where": [["label", "==", "Al"]], "select": ["name"]], options: ["new"])
-        #expect(try store.query(anyClass.query.id, of: observer).ids == ["Bob"])
-        _ = try store.setValue("Al", of: "Amy", at: "name")
-        _ = try store.createObject(id: "Cy", className: "Tag", values: ["name": "Al"])
-        _ = try store.createObject(id: "Dee", className: nil, values: ["label": "Al"])
-        #expect(try store.query(anyClass.query.id, of: observer).ids == ["Amy", "Bob", "Cy", "Dee"])
+        #expect(try store.as(.admin).query(anyClass.query.id, of: observer).ids == ["Bob"])
+        _ = try store.as(.admin).setValue("Al", of: "Amy", at: "name")
+        _ = try store.as(.admin).createObject(id: "Cy", className: "Tag", values: ["name": "Al"])
+        _ = try store.as(.admin).createObject(id: "Dee", className: nil, values: ["label": "Al"])
+        #expect(try store.as(.admin).query(anyClass.query.id, of: observer).ids == ["Amy", "Bob", "Cy", "Dee"])
     }
 
     @Test("one record per query per revision: an observer's removal releasing several retained objects")
     func oneRecordPerRevision() throws {
         let store = Store()
-        for id in ["a", "b", "c"] { _ = try store.createObject(id: id, className: nil, values: ["n": 1]) }
-        let keeper = try store.createObserver(ObserverSettings(retainObserved: true)).observer.id
+        for id in ["a", "b", "c"] { _ = try store.as(.admin).createObject(id: id, className: nil, values: ["n": 1]) }
+        let keeper = try store.as(.admin).createObserver(ObserverSettings(retainObserved: true)).observer.id
         for id in ["a", "b"] {
-            _ = try store.observe(observerID: keeper, objectID: id, keyPaths: ["n"], options: [], context: nil)
+            _ = try store.as(.admin).observe(
+                observerID: keeper, objectID: id, keyPaths: ["n"], options: [], context: nil)
         }
-        let watcher = try store.createObserver(ObserverSettings()).observer.id
-        _ = try store.registerQuery(observerID: watcher, definition: ["where": [["n", "==", 1]]], options: ["old"])
-        for id in ["a", "b"] { _ = try store.deleteObject(id) }  // releasePending: still members
+        let watcher = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).registerQuery(
+            observerID: watcher, definition: ["where": [["n", "==", 1]]], options: ["old"])
+        for id in ["a", "b"] { _ = try store.as(.admin).deleteObject(id) }  // releasePending: still members
         #expect(queryRecords(try store.eventLog(of: watcher)).isEmpty)
-        _ = try store.deleteObserver(keeper)
+        _ = try store.as(.admin).deleteObserver(keeper)
         let records = queryRecords(try store.eventLog(of: watcher))
         #expect(records.count == 1, "\(records)")
         #expect(records.first?.contains(#""removed":[{"index":0,"id":"a"},{"index":1,"id":"b"}]"#) == true)
@@ -142,9 +144,9 @@ struct QueryModelTests {
     @Test("bad definitions are refused with the contract's error and register nothing")
     func refusals() throws {
         let store = Store()
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "Order", definition: ["properties": ["total": ["type": "number"], "tag": ["type": "string"]]])
-        let observer = try store.createObserver(ObserverSettings()).observer.id
+        let observer = try store.as(.admin).createObserver(ObserverSettings()).observer.id
         let cases: [(JSON, [String], CoreError.Code)] = [
             (["class": "Nope"], [], .notFound),
             (["class": "Order", "where": [["totl", "==", 1]]], [], .unknownKeyPath),
@@ -168,34 +170,35 @@ struct QueryModelTests {
         let before = store.stats().revision
         for (definition, options, code) in cases {
             #expect(throws: CoreError.self) {
-                try store.registerQuery(observerID: observer, definition: definition, options: options)
+                try store.as(.admin).registerQuery(observerID: observer, definition: definition, options: options)
             }
             do {
-                _ = try store.registerQuery(observerID: observer, definition: definition, options: options)
+                _ = try store.as(.admin).registerQuery(observerID: observer, definition: definition, options: options)
             } catch {
                 #expect(error.code == code, "\(definition) \(options): \(error.code) \(error.message)")
             }
         }
         #expect(store.stats().revision == before, "a refused query takes no revision")
-        #expect(try store.queries(of: observer).isEmpty)
+        #expect(try store.as(.admin).queries(of: observer).isEmpty)
     }
 
     @Test("--max-queries over all observers, and a query counts toward the observer's registrations")
     func limits() throws {
         let store = Store(limits: StoreLimits(maxRegistrationsPerObserver: 3, maxQueries: 2))
-        let a = try store.createObserver(ObserverSettings()).observer.id
-        let b = try store.createObserver(ObserverSettings()).observer.id
-        _ = try store.registerQuery(observerID: a, definition: ["limit": 1])
-        _ = try store.registerQuery(observerID: a, definition: ["limit": 2])
+        let a = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        let b = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).registerQuery(observerID: a, definition: ["limit": 1])
+        _ = try store.as(.admin).registerQuery(observerID: a, definition: ["limit": 2])
         #expect(throws: CoreError(.limitExceeded, "the server holds its limit of 2 queries", details: ["limit": 2])) {
-            try store.registerQuery(observerID: b, definition: ["limit": 3])
+            try store.as(.admin).registerQuery(observerID: b, definition: ["limit": 3])
         }
         #expect(
-            try store.registerQuery(observerID: a, definition: ["limit": 1]).deduplicated, "dedup at the limit: 200")
-        _ = try store.createObject(id: "x", className: nil, values: [:])
-        _ = try store.observe(observerID: a, objectID: "x", keyPaths: ["v"], options: [], context: nil)
+            try store.as(.admin).registerQuery(observerID: a, definition: ["limit": 1]).deduplicated,
+            "dedup at the limit: 200")
+        _ = try store.as(.admin).createObject(id: "x", className: nil, values: [:])
+        _ = try store.as(.admin).observe(observerID: a, objectID: "x", keyPaths: ["v"], options: [], context: nil)
         #expect(throws: CoreError.self) {
-            try store.observe(observerID: a, objectID: "x", keyPaths: ["w"], options: [], context: nil)
+            try store.as(.admin).observe(observerID: a, objectID: "x", keyPaths: ["w"], options: [], context: nil)
         }
     }
 }
@@ -231,9 +234,9 @@ private struct World {
 
     init(seed: UInt64, scopes: JSON? = nil) throws {
         random = SeededGenerator(seed: seed)
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "Customer", definition: ["properties": ["name": ["type": "string"], "country": ["type": "string"]]])
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "Order",
             definition: [
                 "properties": [
@@ -243,27 +246,27 @@ private struct World {
                 ]
             ])
         for id in customers {
-            _ = try store.createObject(id: id, className: "Customer", values: Self.customer(&random))
+            _ = try store.as(.admin).createObject(id: id, className: "Customer", values: Self.customer(&random))
         }
         if let scopes {
-            let token = try store.createToken(scopes: scopes, secret: "model-secret")
+            let token = try store.as(.admin).createToken(scopes: scopes, secret: "model-secret")
             let made = try store.execute(
                 Command(
                     time: .now(),
                     .createObserver(
                         id: "obs_model", tokenHash: "h", name: nil, lease: 600, retainObserved: false, replay: 100_000),
-                    principal: .token(token.id)))
+                    as: .token(token.id)))
             guard case .observerCreated(let snapshot) = made else { throw CoreError(.conflict, "no observer") }
             observer = snapshot.id
             reader = store.state.withLock { $0.observers[snapshot.id]?.reader }
         } else {
-            observer = try store.createObserver(ObserverSettings(replay: 100_000)).observer.id
+            observer = try store.as(.admin).createObserver(ObserverSettings(replay: 100_000)).observer.id
             reader = nil
         }
         log = try store.eventLog(of: observer)
         for _ in 0..<30 { try createOrder() }
         for definition in QueryModelTests.definitions {
-            let result = try store.registerQuery(
+            let result = try store.as(.admin).registerQuery(
                 observerID: observer, definition: definition, options: ["initial", "new", "old"])
             queries.append((result.query.id, definition))
         }
@@ -285,7 +288,7 @@ private struct World {
     mutating func createOrder() throws {
         serial += 1
         let id = "o\(serial)"
-        _ = try store.createObject(id: id, className: "Order", values: orderValues())
+        _ = try store.as(.admin).createObject(id: id, className: "Order", values: orderValues())
         orders.append(id)
     }
 
@@ -312,34 +315,36 @@ private struct World {
         let order = orders.randomElement(using: &random) ?? "o1"
         let customer = customers.randomElement(using: &random)!
         switch Int.random(in: 0..<14, using: &random) {
-        case 12, 13: _ = try? store.setValue(.int(Int.random(in: 0..<100, using: &random)), of: order, at: "rank")
-        case 0, 1: _ = try? store.setValue(total(), of: order, at: "total")
+        case 12, 13:
+            _ = try? store.as(.admin).setValue(.int(Int.random(in: 0..<100, using: &random)), of: order, at: "rank")
+        case 0, 1: _ = try? store.as(.admin).setValue(total(), of: order, at: "total")
         case 2:
-            _ = try? store.setValue(
+            _ = try? store.as(.admin).setValue(
                 .string(["open", "closed"].randomElement(using: &random)!), of: order, at: "status")
         case 3:
-            _ = try? store.setValue(
+            _ = try? store.as(.admin).setValue(
                 .string(["g1", "g10", "g2", "g11"].randomElement(using: &random)!), of: order, at: "group")
-        case 4: _ = try? store.setValue(.reference(customer), of: order, at: "customer")
+        case 4: _ = try? store.as(.admin).setValue(.reference(customer), of: order, at: "customer")
         case 5:
-            _ = try? store.setValue(
+            _ = try? store.as(.admin).setValue(
                 .string(["FR", "DE", "UK"].randomElement(using: &random)!), of: customer, at: "country")
         case 6:
-            _ = try? store.setValue(
+            _ = try? store.as(.admin).setValue(
                 .string(["Ada", "Bo", "Cy", "Di"].randomElement(using: &random)!), of: customer, at: "name")
-        case 7: _ = try? store.patch(order, values: orderValues())
+        case 7: _ = try? store.as(.admin).patch(order, values: orderValues())
         case 8:
-            _ = try? store.deleteObject(order)
+            _ = try? store.as(.admin).deleteObject(order)
             orders.removeAll { $0 == order }
         case 9: try? createOrder()
         case 10:
             // A customer goes, or comes back: references to it read as null, then as it again.
-            if (try? store.object(customer)) != nil {
-                _ = try? store.deleteObject(customer)
+            if (try? store.as(.admin).object(customer)) != nil {
+                _ = try? store.as(.admin).deleteObject(customer)
             } else {
-                _ = try? store.createObject(id: customer, className: "Customer", values: Self.customer(&random))
+                _ = try? store.as(.admin).createObject(
+                    id: customer, className: "Customer", values: Self.customer(&random))
             }
-        default: _ = try? store.setValue(.string("UK"), of: order, at: "customer.country")
+        default: _ = try? store.as(.admin).setValue(.string("UK"), of: order, at: "customer.country")
         }
     }
 
@@ -361,7 +366,7 @@ private struct World {
             #expect(window.members.map(\.id) == answer.objects.map(\.id), "query \(id) ids")
             #expect(window.members.map(\.values) == answer.objects.map(\.values), "query \(id) values")
             #expect(window.total == answer.total, "query \(id) total")
-            #expect(try store.query(id, of: observer).ids == answer.objects.map(\.id))
+            #expect(try store.as(.admin).query(id, of: observer).ids == answer.objects.map(\.id))
         }
     }
 

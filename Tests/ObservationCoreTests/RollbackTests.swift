@@ -7,10 +7,10 @@ struct RollbackTests {
     private func durableStore() throws -> (Store, DataDirectory, String) {
         let store = try Store(restoring: PersistedImage())
         var directory = DataDirectory()
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
-        let id = try store.createObserver(ObserverSettings(name: "w", lease: 300)).observer.id
-        _ = try store.observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
-        _ = try store.setValue(1, of: "a", at: "n")
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
+        let id = try store.as(.admin).createObserver(ObserverSettings(name: "w", lease: 300)).observer.id
+        _ = try store.as(.admin).observe(observerID: id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        _ = try store.as(.admin).setValue(1, of: "a", at: "n")
         directory.apply(store.takeBatch())
         return (store, directory, id)
     }
@@ -25,23 +25,23 @@ struct RollbackTests {
         let positions = directory.image.lastPosition
 
         // Two writes whose commit fails, one more after the batch was taken, and a new observer.
-        _ = try store.setValue(2, of: "a", at: "n")
-        _ = try store.createObject(id: "b", className: nil, values: [:])
+        _ = try store.as(.admin).setValue(2, of: "a", at: "n")
+        _ = try store.as(.admin).createObject(id: "b", className: nil, values: [:])
         let failed = store.takeBatch()
-        _ = try store.setValue(3, of: "a", at: "n")
-        let newcomer = try store.createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).setValue(3, of: "a", at: "n")
+        let newcomer = try store.as(.admin).createObserver(ObserverSettings()).observer.id
         #expect(log.lastID == 3, "the undone writes made events (not shown)")
 
         let undone = try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
         #expect(try visibleState(store) == before)
         #expect(undone.revision == store.stats().revision)
         #expect(undone.undoneThrough == store.journalSequence && undone.undoneThrough > failed.sequence)
-        #expect(throws: CoreError.self) { try store.observer(newcomer) }
+        #expect(throws: CoreError.self) { try store.as(.admin).observer(newcomer) }
         #expect(log.lastID == 1 && held(log).count == 1, "the log holds only the published event")
         #expect(try store.openStream(of: id) === log, "the observer reads the same log: its streams go on")
 
         // What follows takes the next event id and a position after every undone one.
-        _ = try store.setValue(4, of: "a", at: "n")
+        _ = try store.as(.admin).setValue(4, of: "a", at: "n")
         let next = store.takeBatch()
         #expect(next.commands.map(\.position).allSatisfy { $0 > failed.sequence })
         #expect(next.commands.first.map { $0.position > positions } == true)
@@ -57,14 +57,14 @@ struct RollbackTests {
         let log = try store.openStream(of: id)
         store.closeStream(of: id)
         directory.apply(store.takeBatch())
-        _ = try store.deleteObserver(id)
+        _ = try store.as(.admin).deleteObserver(id)
         let failed = store.takeBatch()
         try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 5_000))
-        let back = try store.observer(id)
+        let back = try store.as(.admin).observer(id)
         #expect(back.registrations.count == 1)
         #expect(back.expiresAt == Timestamp(milliseconds: 305_000))
         #expect(try store.openStream(of: id) === log)
-        _ = try store.setValue(7, of: "a", at: "n")
+        _ = try store.as(.admin).setValue(7, of: "a", at: "n")
         store.takeBatch().publish()
         #expect(held(log).last?.hasPrefix("2 change") == true)
     }
@@ -72,8 +72,8 @@ struct RollbackTests {
     @Test("a store rolled back equals one rebuilt from the same data directory")
     func equalsARestart() throws {
         let (store, directory, _) = try durableStore()
-        _ = try store.defineClass("T", definition: ["properties": ["x": ["type": "number"]]])
-        _ = try store.post(name: "later", object: nil, userInfo: [:], style: .idle)
+        _ = try store.as(.admin).defineClass("T", definition: ["properties": ["x": ["type": "number"]]])
+        _ = try store.as(.admin).post(name: "later", object: nil, userInfo: [:], style: .idle)
         let failed = store.takeBatch()
         try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
         #expect(try visibleState(store) == visibleState(Store(restoring: directory.image)))
@@ -84,10 +84,10 @@ struct RollbackTests {
     func restartAfterARollback() throws {
         let (store, durable, _) = try durableStore()
         var directory = durable
-        _ = try store.setValue(2, of: "a", at: "n")
+        _ = try store.as(.admin).setValue(2, of: "a", at: "n")
         let failed = store.takeBatch()
         try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))
-        _ = try store.setValue(3, of: "a", at: "n")
+        _ = try store.as(.admin).setValue(3, of: "a", at: "n")
         let after = store.takeBatch()
         directory.apply(after)
         let stored = try #require(after.commands.last?.position)
@@ -97,9 +97,9 @@ struct RollbackTests {
             Command(
                 time: Timestamp(milliseconds: 1),
                 .setValue(
-                    object: "a", keyPath: "n", value: 4, ifRevision: nil)))
+                    object: "a", keyPath: "n", value: 4, ifRevision: nil), as: .admin))
         #expect(try #require(next.ticket) > stored, "a new change never takes a stored position")
-        #expect(try restarted.value(of: "a", at: "n").value == 4)
+        #expect(try restarted.as(.admin).value(of: "a", at: "n").value == 4)
     }
 
     @Test(
@@ -109,8 +109,8 @@ struct RollbackTests {
         var directory = durable
         // Durable: the observer's log will be made anew (it held no unpublished events, and the
         // observer is gone from the live state when the rollback comes).
-        _ = try store.deleteObserver(id)
-        let newcomer = try store.createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).deleteObserver(id)
+        let newcomer = try store.as(.admin).createObserver(ObserverSettings()).observer.id
         let orphan = try store.openStream(of: newcomer)
         let failed = store.takeBatch()
         try store.rollBack(to: directory.image, undoing: failed, at: Timestamp(milliseconds: 0))

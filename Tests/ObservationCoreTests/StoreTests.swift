@@ -19,9 +19,9 @@ struct StoreTests {
     /// Person/Employee/Dept with references, arrays, computed values.
     static func seeded() throws -> Store {
         let store = Store()
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "Employee", definition: ["properties": ["name": ["type": "string"], "salary": ["type": "number"]]])
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "Dept",
             definition: [
                 "properties": [
@@ -31,9 +31,9 @@ struct StoreTests {
                     "label": ["type": "string", "computed": "{boss.name} ({employees.@count})"],
                 ]
             ])
-        _ = try store.createObject(id: "e1", className: "Employee", values: ["name": "Ada", "salary": 10])
-        _ = try store.createObject(id: "e2", className: "Employee", values: ["name": "Alan", "salary": 20])
-        _ = try store.createObject(
+        _ = try store.as(.admin).createObject(id: "e1", className: "Employee", values: ["name": "Ada", "salary": 10])
+        _ = try store.as(.admin).createObject(id: "e2", className: "Employee", values: ["name": "Alan", "salary": 20])
+        _ = try store.as(.admin).createObject(
             id: "d", className: "Dept",
             values: ["employees": [["$ref": "e1"], ["$ref": "e2"]], "boss": ["$ref": "e1"]])
         return store
@@ -42,38 +42,43 @@ struct StoreTests {
     @Test("computed values follow their inputs through references and arrays")
     func computed() throws {
         let store = try Self.seeded()
-        #expect(try store.value(of: "d", at: "total").value == 30)
-        #expect(try store.value(of: "d", at: "label").value == "Ada (2)")
-        _ = try store.setValue(25, of: "e2", at: "salary")
-        #expect(try store.value(of: "d", at: "total").value == 35)
-        _ = try store.mutate("d", at: "employees", try ArrayMutation(kind: .removal, indexes: [0], values: []))
-        #expect(try store.value(of: "d", at: "total").value == 25)
-        #expect(try store.object("d").values["label"] == "Ada (1)")
+        #expect(try store.as(.admin).value(of: "d", at: "total").value == 30)
+        #expect(try store.as(.admin).value(of: "d", at: "label").value == "Ada (2)")
+        _ = try store.as(.admin).setValue(25, of: "e2", at: "salary")
+        #expect(try store.as(.admin).value(of: "d", at: "total").value == 35)
+        _ = try store.as(.admin).mutate(
+            "d", at: "employees", try ArrayMutation(kind: .removal, indexes: [0], values: []))
+        #expect(try store.as(.admin).value(of: "d", at: "total").value == 25)
+        #expect(try store.as(.admin).object("d").values["label"] == "Ada (1)")
     }
 
     @Test("a write through a reference changes the referenced object, under the new revision")
     func writeThroughReference() throws {
         let store = try Self.seeded()
-        let before = try store.object("d").revision
-        let revision = try store.setValue("Ada L.", of: "d", at: "boss.name")
-        #expect(try store.object("e1").revision == revision)
-        #expect(try store.object("e1").values["name"] == "Ada L.")
-        #expect(try store.object("d").revision == before)
+        let before = try store.as(.admin).object("d").revision
+        let revision = try store.as(.admin).setValue("Ada L.", of: "d", at: "boss.name")
+        #expect(try store.as(.admin).object("e1").revision == revision)
+        #expect(try store.as(.admin).object("e1").values["name"] == "Ada L.")
+        #expect(try store.as(.admin).object("d").revision == before)
     }
 
     @Test("refused writes change nothing and take no revision")
     func refusedWritesAreAtomic() throws {
         let store = try Self.seeded()
-        let snapshot = try store.object("d")
+        let snapshot = try store.as(.admin).object("d")
         let revision = store.stats().revision
-        #expect(errorCode { _ = try store.patch("e1", values: ["name": "x", "salary": "high"]) } == .typeMismatch)
-        #expect(errorCode { _ = try store.setValue(1, of: "d", at: "total") } == .readOnly)
-        #expect(errorCode { _ = try store.setValue(["$ref": "d"], of: "d", at: "boss") } == .typeMismatch)
-        #expect(errorCode { _ = try store.setValue(["$ref": "nobody"], of: "d", at: "boss") } == .notFound)
-        #expect(errorCode { _ = try store.setValue(1, of: "d", at: "employees.salary") } == .invalidKeyPath)
-        #expect(errorCode { _ = try store.patch("d", values: ["boss": nil], ifRevision: 1) } == .revisionMismatch)
-        #expect(try store.object("d") == snapshot)
-        #expect(try store.object("e1").values["name"] == "Ada")
+        #expect(
+            errorCode { _ = try store.as(.admin).patch("e1", values: ["name": "x", "salary": "high"]) } == .typeMismatch
+        )
+        #expect(errorCode { _ = try store.as(.admin).setValue(1, of: "d", at: "total") } == .readOnly)
+        #expect(errorCode { _ = try store.as(.admin).setValue(["$ref": "d"], of: "d", at: "boss") } == .typeMismatch)
+        #expect(errorCode { _ = try store.as(.admin).setValue(["$ref": "nobody"], of: "d", at: "boss") } == .notFound)
+        #expect(errorCode { _ = try store.as(.admin).setValue(1, of: "d", at: "employees.salary") } == .invalidKeyPath)
+        #expect(
+            errorCode { _ = try store.as(.admin).patch("d", values: ["boss": nil], ifRevision: 1) } == .revisionMismatch
+        )
+        #expect(try store.as(.admin).object("d") == snapshot)
+        #expect(try store.as(.admin).object("e1").values["name"] == "Ada")
         #expect(store.stats().revision == revision)
     }
 
@@ -81,17 +86,17 @@ struct StoreTests {
     func emptyPatch() throws {
         let store = try Self.seeded()
         let revision = store.stats().revision
-        #expect(try store.patch("d", values: [:]) == store.object("d").revision)
+        #expect(try store.as(.admin).patch("d", values: [:]) == store.as(.admin).object("d").revision)
         #expect(store.stats().revision == revision)
     }
 
     @Test("deleting a referenced object leaves references reading null")
     func weakReferences() throws {
         let store = try Self.seeded()
-        _ = try store.deleteObject("e1")
-        #expect(try store.value(of: "d", at: "boss.name").value == nil)
-        #expect(try store.value(of: "d", at: "total").value == 20)
-        #expect(try store.object("d").values["boss"] == JSON.null)
+        _ = try store.as(.admin).deleteObject("e1")
+        #expect(try store.as(.admin).value(of: "d", at: "boss.name").value == nil)
+        #expect(try store.as(.admin).value(of: "d", at: "total").value == 20)
+        #expect(try store.as(.admin).object("d").values["boss"] == JSON.null)
     }
 
     @Test("classes: replacing is refused while objects violate it; deleting while used")
@@ -99,10 +104,11 @@ struct StoreTests {
         let store = try Self.seeded()
         #expect(
             errorCode {
-                _ = try store.defineClass("Employee", definition: ["properties": ["name": ["type": "number"]]])
+                _ = try store.as(.admin).defineClass(
+                    "Employee", definition: ["properties": ["name": ["type": "number"]]])
             } == .conflict)
-        #expect(errorCode { _ = try store.deleteClass("Employee") } == .conflict)
-        let (snapshot, created) = try store.defineClass(
+        #expect(errorCode { _ = try store.as(.admin).deleteClass("Employee") } == .conflict)
+        let (snapshot, created) = try store.as(.admin).defineClass(
             "Employee",
             definition: [
                 "properties": [
@@ -111,31 +117,32 @@ struct StoreTests {
             ])
         #expect(!created)
         #expect(snapshot.objectCount == 2)
-        #expect(try store.object("e1").values["title"] == JSON.null)
+        #expect(try store.as(.admin).object("e1").values["title"] == JSON.null)
     }
 
     @Test("the object limit is enforced")
     func objectLimit() throws {
         let store = Store(limits: StoreLimits(maxObjects: 2))
-        _ = try store.createObject(id: "a", className: nil, values: [:])
-        _ = try store.createObject(id: nil, className: nil, values: [:])
-        #expect(errorCode { _ = try store.createObject(id: "c", className: nil, values: [:]) } == .limitExceeded)
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: [:])
+        _ = try store.as(.admin).createObject(id: nil, className: nil, values: [:])
+        #expect(
+            errorCode { _ = try store.as(.admin).createObject(id: "c", className: nil, values: [:]) } == .limitExceeded)
         #expect(store.stats().objects == 2)
     }
 
     @Test("templates render null as nothing, numbers and JSON as text")
     func templates() throws {
         let store = Store()
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "T",
             definition: [
                 "properties": [
                     "a": ["type": "any"], "b": ["type": "any"], "t": ["type": "string", "computed": "[{a}|{b}]"],
                 ]
             ])
-        _ = try store.createObject(id: "t", className: "T", values: ["a": 1.5, "b": nil])
-        #expect(try store.value(of: "t", at: "t").value == "[1.5|]")
-        _ = try store.patch("t", values: ["a": ["x": true], "b": "s"])
-        #expect(try store.value(of: "t", at: "t").value == "[{\"x\":true}|s]")
+        _ = try store.as(.admin).createObject(id: "t", className: "T", values: ["a": 1.5, "b": nil])
+        #expect(try store.as(.admin).value(of: "t", at: "t").value == "[1.5|]")
+        _ = try store.as(.admin).patch("t", values: ["a": ["x": true], "b": "s"])
+        #expect(try store.as(.admin).value(of: "t", at: "t").value == "[{\"x\":true}|s]")
     }
 }

@@ -11,15 +11,17 @@ struct ThrottleTests {
     var observer = ""
 
     init() throws {
-        _ = try store.defineClass(
+        _ = try store.as(.admin).defineClass(
             "Account", definition: ["properties": ["balance": ["type": "number", "notify": "manual"]]])
-        _ = try store.createObject(id: "a", className: nil, values: ["n": 0])
-        _ = try store.createObject(id: "acct", className: "Account", values: ["balance": 0])
-        observer = try store.createObserver(ObserverSettings(client: "tab0")).observer.id
+        _ = try store.as(.admin).createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try store.as(.admin).createObject(id: "acct", className: "Account", values: ["balance": 0])
+        observer = try store.as(.admin).createObserver(ObserverSettings(client: "tab0")).observer.id
     }
 
     func run(_ at: Int64, _ action: Command.Action, by: String? = nil) throws {
-        _ = try store.execute(Command(time: Timestamp(milliseconds: base + at), action, by: by))
+        _ = try store.execute(
+            Command(
+                time: Timestamp(milliseconds: base + at), action, as: action.isBackground ? .server : .admin, by: by))
     }
 
     func set(_ value: Int, at: Int64, by: String? = nil) throws {

@@ -10,9 +10,8 @@ extension ServiceAPI {
         _ request: HTTPRequest, _ caller: Caller, _ action: Command.Action, answerMembers: JSONObject = [:]
     ) throws -> Reply {
         let command = Command(
-            time: .now(), action, by: try Self.client(of: request, caller),
-            idempotency: try Self.idempotencyClaim(of: request, caller: caller, answerMembers: answerMembers),
-            principal: caller.principal)
+            time: .now(), action, as: caller.principal, by: try Self.client(of: request, caller),
+            idempotency: try Self.idempotencyClaim(of: request, caller: caller, answerMembers: answerMembers))
         return try replica.submit(command) { outcome in Self.answer(outcome, adding: answerMembers) }
     }
 
@@ -28,7 +27,7 @@ extension ServiceAPI {
     /// the same: the SHA-256 of who asks, method, path, query (sorted) and body. Who asks is part
     /// of it: a replay answers what the first request was answered (an observer's token, a
     /// token's secret), so another credential reusing the key gets 409, never that answer.
-    static func idempotencyClaim(of request: HTTPRequest, caller: Caller = .admin, answerMembers: JSONObject)
+    static func idempotencyClaim(of request: HTTPRequest, caller: Caller, answerMembers: JSONObject)
         throws(CoreError) -> IdempotencyClaim?
     {
         guard let key = request.headers.idempotencyKey else { return nil }
@@ -56,15 +55,9 @@ extension ServiceAPI {
 
     /// The writer's name from `Obs-Client` (section 7.3): 1–128 characters of the id alphabet.
     /// A token with a `client` names its writes with it, and another name is refused (section 13).
-    static func client(of request: HTTPRequest, _ caller: Caller = .admin) throws(CoreError) -> String? {
-        if let bound = caller.client {
-            guard request.headers.client == nil || request.headers.client == bound else {
-                throw CoreError(
-                    .forbidden, "this token writes as client '\(bound)': Obs-Client must be that or absent",
-                    details: ["header": "Obs-Client"])
-            }
-            return bound
-        }
+    static func client(of request: HTTPRequest, _ caller: Caller) throws(CoreError) -> String? {
+        try Authorization.check(.client(request.headers.client), by: caller.principal, access: caller.access)
+        if let bound = caller.access?.client { return bound }
         guard let name = request.headers.client else { return nil }
         guard Names.isValidID(name) else {
             throw CoreError(

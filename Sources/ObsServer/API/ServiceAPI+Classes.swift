@@ -3,7 +3,7 @@ import ObservationCore
 extension ServiceAPI {
     func registerClasses(in router: inout RouterBuilder) {
         router.on(.get, "/v1/classes") { _, parameters in
-            let classes: [JSON] = store.classes(reader: parameters.caller.reader).map { .object($0.json) }
+            let classes: [JSON] = try store(parameters).classes().map { .object($0.json) }
             return .json(["classes": .array(classes)])
         }
         router.on(.put, "/v1/classes/{name}") { request, parameters in
@@ -12,7 +12,7 @@ extension ServiceAPI {
                 request, parameters.caller, .defineClass(name: parameters["name"], definition: .object(body.members)))
         }
         router.on(.get, "/v1/classes/{name}") { _, parameters in
-            .json(.object(try store.classInfo(parameters["name"], reader: parameters.caller.reader).json))
+            .json(.object(try store(parameters).classInfo(parameters["name"]).json))
         }
         router.on(.delete, "/v1/classes/{name}") { request, parameters in
             try execute(request, parameters.caller, .deleteClass(name: parameters["name"]))

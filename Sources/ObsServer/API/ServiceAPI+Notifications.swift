@@ -12,7 +12,8 @@ extension ServiceAPI {
         }
         router.on(.get, "/v1/observers/{id}/subscriptions") { _, parameters in
             .json([
-                "subscriptions": .array(try store.observer(parameters["id"]).subscriptionList.map { .object($0.json) })
+                "subscriptions": .array(
+                    try store(parameters).observer(parameters["id"]).subscriptionList.map { .object($0.json) })
             ])
         }
         router.on(.delete, "/v1/observers/{id}/subscriptions/{subscription}") { request, parameters in

@@ -15,15 +15,15 @@ extension ServiceAPI {
                     owner: try body.string("owner")))
         }
         router.on(.get, "/v1/objects") { request, parameters in
-            let page = try store.objects(
+            let page = try store(parameters).objects(
                 className: try request.idQuery("class"),
                 limit: try request.intQuery("limit", default: 100, in: 1...Self.maxPageSize),
-                after: try request.idQuery("after"), reader: parameters.caller.reader)
+                after: try request.idQuery("after"))
             let objects: [JSON] = page.objects.map { .object($0.json) }
             return .json(["objects": .array(objects), "next": page.next.map(JSON.string) ?? .null])
         }
         router.on(.get, "/v1/objects/{id}") { _, parameters in
-            .json(.object(try store.object(parameters["id"], reader: parameters.caller.reader).json))
+            .json(.object(try store(parameters).object(parameters["id"]).json))
         }
         router.on(.patch, "/v1/objects/{id}") { request, parameters in
             let body = try jsonBody(request, allowed: ["values", "ifRevision"])

@@ -20,13 +20,13 @@ extension ServiceAPI {
         }
         router.on(.get, "/v1/observers") { _, parameters in
             // A scoped token lists the observers it made (section 13).
-            let observers: [JSON] = store.observers(madeBy: parameters.caller.access?.tokenID).map {
+            let observers: [JSON] = try store(parameters).observers().map {
                 .object($0.summaryJSON)
             }
             return .json(["observers": .array(observers)])
         }
         router.on(.get, "/v1/observers/{id}") { _, parameters in
-            let observer = try store.observer(parameters["id"])
+            let observer = try store(parameters).observer(parameters["id"])
             var members = observer.summaryJSON
             members["observations"] = .array(observer.registrations.map { .object($0.json) })
             members["subscriptions"] = .array(observer.subscriptionList.map { .object($0.json) })
@@ -68,7 +68,10 @@ extension ServiceAPI {
                     throttle: try body.int("throttle")))
         }
         router.on(.get, "/v1/observers/{id}/observations") { _, parameters in
-            .json(["observations": .array(try store.observer(parameters["id"]).registrations.map { .object($0.json) })])
+            .json([
+                "observations": .array(
+                    try store(parameters).observer(parameters["id"]).registrations.map { .object($0.json) })
+            ])
         }
         router.on(.delete, "/v1/observers/{id}/observations/{registration}") { request, parameters in
             try execute(

@@ -17,7 +17,7 @@ extension ServiceAPI {
     /// A poll with `wait` > 0 is a stream from its arrival to its answer: it is counted in
     /// `streams`, under `--max-streams`, and holds the observer's lease (the lease counts again,
     /// in full, from its answer). One with `wait=0` is a plain read.
-    func poll(_ request: HTTPRequest, observerID: String?, caller: Caller = .admin) throws -> Reply {
+    func poll(_ request: HTTPRequest, observerID: String?, caller: Caller) throws -> Reply {
         let query = try Self.pollQuery(request)
         let log: EventLog
         var close: @Sendable () -> Void = {}

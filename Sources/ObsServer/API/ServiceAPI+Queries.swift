@@ -14,17 +14,17 @@ extension ServiceAPI {
                     context: body["context"], throttle: try body.int("throttle"), queryID: Command.newID("qry_")))
         }
         router.on(.get, "/v1/observers/{id}/queries") { _, parameters in
-            .json(["queries": .array(try store.queries(of: parameters["id"]).map { .object($0.json) })])
+            .json(["queries": .array(try store(parameters).queries(of: parameters["id"]).map { .object($0.json) })])
         }
         router.on(.get, "/v1/observers/{id}/queries/{query}") { _, parameters in
-            .json(.object(try store.query(parameters["query"], of: parameters["id"]).json))
+            .json(.object(try store(parameters).query(parameters["query"], of: parameters["id"]).json))
         }
         router.on(.delete, "/v1/observers/{id}/queries/{query}") { request, parameters in
             try execute(request, parameters.caller, .unquery(observer: parameters["id"], query: parameters["query"]))
         }
         router.on(.post, "/v1/query") { request, parameters in
             let body = try jsonBody(request, allowed: Self.definitionMembers)
-            let answer = try store.answerQuery(Self.definition(of: body), reader: parameters.caller.reader)
+            let answer = try store(parameters).answerQuery(Self.definition(of: body))
             let objects: [JSON] = answer.objects.map { .object(["id": .string($0.id), "values": .object($0.values)]) }
             return .json(["objects": .array(objects), "total": .int(answer.total), "revision": .int(answer.revision)])
         }

@@ -11,13 +11,15 @@ extension ServiceAPI {
                 : openStream(request, observerID: observerID, caller: caller)
         }
         router.on(.get, "/v1/events") { request, parameters in
-            try Self.wantsPoll(request) ? poll(request, observerID: nil) : openStream(request, observerID: nil)
+            try Self.wantsPoll(request)
+                ? poll(request, observerID: nil, caller: parameters.caller)
+                : openStream(request, observerID: nil, caller: parameters.caller)
         }
     }
 
     /// Opens an event stream on an observer's log (nil: the admin log), resuming after
     /// `Last-Event-ID` / `?lastEventId=` when given (section 7), with the options of 7.2.
-    private func openStream(_ request: HTTPRequest, observerID: String?, caller: Caller = .admin) throws -> Reply {
+    private func openStream(_ request: HTTPRequest, observerID: String?, caller: Caller) throws -> Reply {
         let options = StreamOptions(
             framing: Self.wantsNDJSON(request) ? .ndjson : .sse, commits: try request.flagQuery("commits"),
             progress: try request.flagQuery("progress"), retryMilliseconds: RetrySpread.next(in: 2_000...5_000))

@@ -14,11 +14,11 @@ extension ServiceAPI {
                 // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer).
                 answerMembers: ["token": .string(secret)])
         }
-        router.on(.get, "/v1/tokens") { _, _ in
-            .json(["tokens": .array(store.tokens().map { .object($0.json) })])
+        router.on(.get, "/v1/tokens") { _, parameters in
+            .json(["tokens": .array(try store(parameters).tokens().map { .object($0.json) })])
         }
         router.on(.get, "/v1/tokens/{id}") { _, parameters in
-            .json(.object(try store.token(parameters["id"]).json))
+            .json(.object(try store(parameters).token(parameters["id"]).json))
         }
         router.on(.patch, "/v1/tokens/{id}") { request, parameters in
             let body = try jsonBody(request, allowed: ["scopes", "ttl"])

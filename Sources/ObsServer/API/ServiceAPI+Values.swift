@@ -3,8 +3,8 @@ import ObservationCore
 extension ServiceAPI {
     func registerValues(in router: inout RouterBuilder) {
         router.on(.get, "/v1/objects/{id}/values/{keyPath}") { _, parameters in
-            let (value, revision) = try store.value(
-                of: parameters["id"], at: parameters["keyPath"], reader: parameters.caller.reader)
+            let (value, revision) = try store(parameters).value(
+                of: parameters["id"], at: parameters["keyPath"])
             return .json { writer in
                 writer.raw("{\"keyPath\":")
                 writer.write(parameters["keyPath"])

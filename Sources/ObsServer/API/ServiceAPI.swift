@@ -13,8 +13,11 @@ struct ServiceAPI: Sendable {
     /// The longest JSON string a request body may hold (`--max-string-bytes`).
     let maxStringBytes: Int
 
-    /// The state every read comes from.
+    /// The state, for what the server itself reads (figures, logs, deadlines).
     var store: Store { replica.store }
+
+    /// The state as the request's caller reads and changes it (never without a caller).
+    func store(_ parameters: RouteParameters) -> StoreSession { replica.store.as(parameters.caller.principal) }
 
     /// Registers every route of the service.
     func register(in router: inout RouterBuilder) {

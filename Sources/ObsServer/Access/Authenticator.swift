@@ -26,7 +26,7 @@ struct Authenticator: Sendable {
 
     /// Who `request` comes from, or why it is refused (401).
     func caller(of request: HTTPRequest) -> Result<Caller, APIError> {
-        if isOpen(request) { return .success(.admin) }
+        if RouteAccess.isOpen(request) { return .success(.nobody) }
         guard let given = presentedToken(request) else {
             return serviceToken == nil ? .success(.admin) : .failure(.unauthorized)
         }
@@ -47,13 +47,13 @@ struct Authenticator: Sendable {
         }
         let hash = known?.hash ?? TokenHash.of(String(given))
         switch store.lookUpCredential(secretHash: hash, at: now) {
-        case .observer(let id, let access, let reader):
+        case .observer(let id, let access):
             cache.keep(given, CredentialCache.Entry(hash: hash, resolved: nil))
             // Without `--token`, observer tokens are not checked (section 9): the admin's.
             if serviceToken == nil, access == nil { return .success(.admin) }
-            return .success(.observer(id: id, access: access, reader: reader))
-        case .token(let access, let reader, let expiresAt):
-            let caller = Caller.scoped(ScopedCaller(access, reader: reader))
+            return .success(.observer(id: id, access: access))
+        case .token(let access, let expiresAt):
+            let caller = Caller.scoped(ScopedCaller(access))
             cache.keep(
                 given,
                 CredentialCache.Entry(
@@ -89,7 +89,7 @@ struct Authenticator: Sendable {
         let access = Access(
             tokenID: id, kind: .jwt, grant: grant, client: claims.subject,
             expiresAt: Timestamp(milliseconds: claims.expiresAt * 1000))
-        return .success(.scoped(ScopedCaller(access, reader: access.readFilter)))
+        return .success(.scoped(ScopedCaller(access)))
     }
 
     static func ended(_ reason: String) -> APIError {
@@ -108,13 +108,6 @@ struct Authenticator: Sendable {
         }
         guard request.isEventStream || request.isBeaconRemoval else { return nil }
         return request.stringQuery("access_token").map { $0[...] }
-    }
-
-    private func isOpen(_ request: HTTPRequest) -> Bool {
-        guard request.method == .get || request.method == .head else { return false }
-        let segments = request.segments
-        if segments == ["healthz"] || segments == ["openapi.json"] { return true }
-        return segments.first != "v1" && segments != ["metrics"]
     }
 
     /// Whether `given` is `expected`, in a time that does not depend on where they first differ.

@@ -105,7 +105,8 @@ final class Server: Sendable {
             lastRequest: { node.lastApplied }, decides: { node.isKeeper }
         ) { action in
             guard node.isKeeper else { return false }
-            if case .failure(let error) = node.submitAndWait(Command(time: .now(), action)), error.code == .unavailable
+            if case .failure(let error) = node.submitAndWait(Command(time: .now(), action, as: .server)),
+                error.code == .unavailable
             {
                 return false
             }

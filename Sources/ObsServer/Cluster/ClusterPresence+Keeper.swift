@@ -20,7 +20,7 @@ extension ClusterPresence {
     /// Appends `nodeDown` for an incarnation (waiting at most the commit timeout) and records
     /// that it was reported.
     func reportDown(_ node: String, _ incarnation: Int, on connection: PGConnection) {
-        let command = Command(time: .now(), .nodeDown(holder: "\(node)#\(incarnation)"))
+        let command = Command(time: .now(), .nodeDown(holder: "\(node)#\(incarnation)"), as: .server)
         guard case .success = shared.submitAndWait(command) else {
             return  // the next round tries again
         }

@@ -47,10 +47,13 @@ struct ClusterReplica: Replica {
         }
         let log = try store.eventLog(of: observerID)
         guard let observerID else { return (log, {}) }
-        node.submit(Command(time: .now(), .openStream(observer: observerID, holder: holder))) { _ in }
+        node.submit(Command(time: .now(), .openStream(observer: observerID, holder: holder), as: .server)) { _ in }
         return (
             log,
-            { [node] in node.submit(Command(time: .now(), .closeStream(observer: observerID, holder: holder))) { _ in }
+            { [node] in
+                node.submit(Command(time: .now(), .closeStream(observer: observerID, holder: holder), as: .server)) {
+                    _ in
+                }
             }
         )
     }

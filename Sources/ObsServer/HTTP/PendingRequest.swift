@@ -34,7 +34,7 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     var countedHeld = false
     @exclusivity(unchecked) var route = RouteLabel.unrouted
     @exclusivity(unchecked) var answerHeaders: [(name: String, value: String)] = []
-    @exclusivity(unchecked) var caller = Caller.admin
+    @exclusivity(unchecked) var caller = Caller.nobody
     /// `X-Request-Id`: the client's, or one made when the headers arrived.
     var requestID = ""
     /// What the request's command left to do once its answer is sent (`AnswerFirst`); a request

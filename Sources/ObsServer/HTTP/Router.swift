@@ -8,7 +8,7 @@ struct RouteParameters: Sendable {
     /// At most a few per route: a linear search beats hashing here.
     fileprivate var positions: [(name: String, index: Int)] = []
     /// Who is calling (`AuthMiddleware`): what its commands carry and its reads may show.
-    var caller = Caller.admin
+    var caller = Caller.nobody
 
     /// The value of `{name}` in the route's pattern.
     subscript(name: String) -> String {

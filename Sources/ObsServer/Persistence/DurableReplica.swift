@@ -32,7 +32,7 @@ struct DurableReplica: Replica {
     /// now (a command like any other, so that a later start replays it too).
     func start() throws {
         committer.start()
-        _ = try store.issue(.restart)
+        _ = try store.as(.server).issue(.restart)
     }
 
     func stop() {

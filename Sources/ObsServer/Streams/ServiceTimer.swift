@@ -43,7 +43,7 @@ final class ServiceTimer: Sendable {
         self.idleQuiet = idleQuiet
         self.store = store
         self.decides = decides
-        self.act = act ?? { action in (try? store.issue(action)) != nil }
+        self.act = act ?? { action in (try? store.as(.server).issue(action)) != nil }
         self.hub = hub
         self.heartbeatInterval = heartbeatInterval
         self.lastRequest = lastRequest

@@ -119,9 +119,12 @@ public struct ObjectIdentity: Sendable {
 public final class ReadFilter: Sendable {
     public let key: String
     private let access: Access
+    /// Whom it reads for: the token the filter was made from.
+    private let principal: Principal
 
     init(_ access: Access) {
         self.access = access
+        principal = access.kind == .jwt ? .jwt(access) : .token(access.tokenID)
         let readScopes = access.grant.scopes.filter { $0.allow.contains(.read) }
         // What each read scope matches, in a fixed order; `owned` depends on the token too.
         let selectors = Set(readScopes.map { "\($0.className ?? "*") \($0.ids?.pattern ?? "*") \($0.owned)" }).sorted()
@@ -129,10 +132,9 @@ public final class ReadFilter: Sendable {
         key = selectors.joined(separator: "|") + owner
     }
 
-    public func mayRead(_ object: ObjectIdentity) -> Bool { access.allows(.read, object) }
-
-    /// Whether an object with id `id` could be readable (see `Access.mightAllow`).
-    public func mightRead(id: String) -> Bool { access.mightAllow(.read, id: id) }
+    public func mayRead(_ object: ObjectIdentity) -> Bool {
+        Authorization.decide(.object(.read, object), by: principal, access: access) == .allowed
+    }
 
     /// Whether it reads every object of class `className` (a read scope of that class alone).
     func readsAll(ofClass className: String) -> Bool {

@@ -1,6 +1,12 @@
-/// Who made a command, when it is not the admin (section 13): the core decides every action
-/// with it when the command is applied, so a revocation applied first always wins.
+/// Who made a command or asks for a read (sections 9, 13): the core decides every action with
+/// it (`Authorization.decide`) when the command is applied, so a revocation applied first
+/// always wins. Never absent: the admin is a value like any other.
 public enum Principal: Sendable, Hashable {
+    /// The admin token, or any request on a server without one.
+    case admin
+    /// The server itself: background changes (leases, queued postings, throttles, token
+    /// expiry, streams opening and closing, restarts, a node's death), never a client's.
+    case server
     /// A stored scoped token, by id (its scopes are the state's, as of the command).
     case token(String)
     /// A verified JWT: its scopes travel in the command (the server never stored them).
@@ -8,18 +14,27 @@ public enum Principal: Sendable, Hashable {
     /// An observer's own token (section 9), by observer id: as much as the token that made
     /// the observer, and never beyond that observer.
     case observer(String)
+    /// A request no credential was resolved for (the open routes): refused everything else.
+    case nobody
 
-    /// `{"token": id}`, `{"observer": id}` or `{"jwt": {…its access…}}`.
-    var json: JSON {
+    /// `{"token": id}`, `{"observer": id}` or `{"jwt": {…its access…}}`; nil for the admin and
+    /// the server, which commands leave out (`Command(decoding:)` tells them apart by action).
+    var json: JSON? {
         switch self {
+        case .admin, .server: nil
         case .token(let id): ["token": .string(id)]
         case .observer(let id): ["observer": .string(id)]
         case .jwt(let access): ["jwt": access.json]
+        case .nobody: ["nobody": true]
         }
     }
 
     init?(json: JSON) {
         guard case .object(let members) = json, members.count == 1 else { return nil }
+        if members["nobody"] == true {
+            self = .nobody
+            return
+        }
         switch (members["token"], members["observer"], members["jwt"]) {
         case (.string(let id)?, nil, nil): self = .token(id)
         case (nil, .string(let id)?, nil): self = .observer(id)

@@ -64,6 +64,9 @@ struct TokenTable: Sendable {
         return (id, tokens[id])
     }
 
+    /// What live token `id` may read.
+    func reader(of id: String) -> ReadFilter? { tokens[id]?.reader }
+
     /// Why token (or JWT) `id` ended, if it did and that is still kept.
     func endReason(_ id: String) -> String? { ended[id]?.reason }
 

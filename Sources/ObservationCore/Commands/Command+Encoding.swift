@@ -27,9 +27,9 @@ extension Command {
                 writer.raw(",\"by\":")
                 writer.write(by)
             }
-            if let principal {
+            if let principal = principal.json {
                 writer.raw(",\"principal\":")
-                writer.write(principal.json)
+                writer.write(principal)
             }
             if let idempotency {
                 writer.raw(",\"idempotency\":")
@@ -58,15 +58,16 @@ extension Command {
         guard try fields.int("v") == Self.encodingVersion else {
             throw CommandDecodingError(description: "command encoding version \(members["v"] ?? .null) is not 1")
         }
+        let action = try Action(kind: try fields.string("a"), fields)
         self.init(
-            time: Timestamp(milliseconds: Int64(try fields.int("t"))),
-            try Action(kind: try fields.string("a"), fields), by: try fields.optionalString("by"),
-            idempotency: try Self.claim(fields.optionalJSON("idempotency")),
-            principal: try Self.principal(fields.optionalJSON("principal")))
+            time: Timestamp(milliseconds: Int64(try fields.int("t"))), action,
+            as: try Self.principal(fields.optionalJSON("principal"), of: action), by: try fields.optionalString("by"),
+            idempotency: try Self.claim(fields.optionalJSON("idempotency")))
     }
 
-    private static func principal(_ json: JSON?) throws(CommandDecodingError) -> Principal? {
-        guard let json else { return nil }
+    /// Left out, it is the server's for a background change and the admin's for any other.
+    private static func principal(_ json: JSON?, of action: Action) throws(CommandDecodingError) -> Principal {
+        guard let json else { return action.isBackground ? .server : .admin }
         guard let principal = Principal(json: json) else {
             throw CommandDecodingError(description: "a principal is a token, an observer or a JWT with its scopes")
         }

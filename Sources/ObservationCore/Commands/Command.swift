@@ -20,13 +20,13 @@ public struct Command: Sendable, Equatable {
     public let by: String?
     /// The request's `Idempotency-Key` (section 7.3).
     public let idempotency: IdempotencyClaim?
-    /// Who made it when not the admin (section 13): a scoped token, a JWT or an observer's
-    /// token; nil for the admin, an open server and background changes.
-    public let principal: Principal?
+    /// Who made it (section 13): the admin, the server (background changes), a scoped token,
+    /// a JWT or an observer's token. Required: no command exists without its caller.
+    public let principal: Principal
 
     public init(
-        time: Timestamp, _ action: Action, by: String? = nil, idempotency: IdempotencyClaim? = nil,
-        principal: Principal? = nil
+        time: Timestamp, _ action: Action, as principal: Principal, by: String? = nil,
+        idempotency: IdempotencyClaim? = nil
     ) {
         self.time = time
         self.action = action
@@ -170,6 +170,17 @@ extension Command.Action {
     public var changesTokens: Bool {
         switch self {
         case .createToken, .changeToken, .revokeToken, .expireTokens: true
+        default: false
+        }
+    }
+
+    /// Whether only the server issues it (`Principal.server`): changes that follow from time
+    /// passing or from connections, never a client's request.
+    public var isBackground: Bool {
+        switch self {
+        case .expireTokens, .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart,
+            .nodeDown:
+            true
         default: false
         }
     }

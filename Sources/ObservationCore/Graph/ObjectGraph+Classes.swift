@@ -44,7 +44,7 @@ extension ObjectGraph {
     }
 
     /// `reader`: its count is of the objects it may read (section 13), counted one by one.
-    func classSnapshot(_ name: String, reader: ReadFilter? = nil) -> ClassSnapshot? {
+    func classSnapshot(_ name: String, reader: ReadFilter?) -> ClassSnapshot? {
         classes[name].map {
             let ids = objectIDsByClass[name] ?? SortedIDs()
             var count = ids.count

@@ -17,7 +17,7 @@ struct ObserverRecord: Sendable {
     /// Patches applied when it is removed (section 14's `onRemove`), in order.
     var onRemove: [RemovalPatch] = []
     /// What its registrations may read: `access`'s filter, made once.
-    private(set) var reader: ReadFilter? = nil
+    private(set) var reader: ReadFilter?
     let createdAt: Timestamp
     /// Its events, for its streams (the buffer; the ids are counted here, in `lastEventID`).
     let log: EventLog

@@ -27,7 +27,7 @@ struct Registration: Sendable {
     /// With `skipOwn`: the observer's client, whose own changes make no record here.
     var skipsClient: String? = nil
     /// What its observer's token may read (section 13); nil: everything.
-    var reader: ReadFilter? = nil
+    var reader: ReadFilter?
     /// At most one record per this many milliseconds (0: every record at once; section 7.3).
     var throttle = 0
     /// While throttled: when the window of the last record sent ends.

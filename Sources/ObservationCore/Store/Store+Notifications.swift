@@ -1,6 +1,6 @@
 // MARK: - The notification center
 
-extension Store {
+extension StoreSession {
     /// Subscribes an observer (deduplicated per (name, object)).
     public func subscribe(observerID: String, name: String?, object: String?) throws(CoreError) -> (
         subscription: SubscriptionSnapshot, deduplicated: Bool, revision: Int?
@@ -38,6 +38,9 @@ extension Store {
         }
     }
 
+}
+
+extension Store {
     /// When the oldest queued posting of a style was queued.
     public func oldestQueued(_ style: PostingStyle) -> Timestamp? {
         state.withLock { state in
@@ -52,7 +55,9 @@ extension Store {
     /// Delivers the queued postings of a style; returns how many.
     @discardableResult
     public func flushQueued(_ style: PostingStyle) -> Int {
-        guard style != .now, case .delivered(let count)? = try? issue(.deliverQueued(posting: style.rawValue)) else {
+        guard style != .now,
+            case .delivered(let count)? = try? self.as(.server).issue(.deliverQueued(posting: style.rawValue))
+        else {
             return 0
         }
         return count

@@ -1,6 +1,6 @@
 // MARK: - Classes, objects and values (KVC)
 
-extension Store {
+extension StoreSession {
     /// Creates or replaces the class `name` from `{"properties": {...}}`.
     public func defineClass(_ name: String, definition: JSON) throws(CoreError) -> (ClassSnapshot, created: Bool) {
         expected(try issue(.defineClass(name: name, definition: definition))) {
@@ -8,15 +8,16 @@ extension Store {
         }
     }
 
-    /// Every class; `reader`: object counts of what it may read.
-    public func classes(reader: ReadFilter? = nil) -> [ClassSnapshot] {
-        state.withLock { state in
-            state.graph.classes.keys.sorted().compactMap { state.graph.classSnapshot($0, reader: reader) }
+    /// Every class, with object counts of what the caller may read.
+    public func classes() throws(CoreError) -> [ClassSnapshot] {
+        try read { state, reader in
+            state.graph.classes.keys.sorted().compactMap { state.graph.classSnapshot($0, reader: reader.filter) }
         }
     }
 
-    public func classInfo(_ name: String, reader: ReadFilter? = nil) throws(CoreError) -> ClassSnapshot {
-        guard let snapshot = state.withLock({ $0.graph.classSnapshot(name, reader: reader) }) else {
+    public func classInfo(_ name: String) throws(CoreError) -> ClassSnapshot {
+        guard let snapshot = try read({ state, reader in state.graph.classSnapshot(name, reader: reader.filter) })
+        else {
             throw CoreError.notFound("class", name)
         }
         return snapshot
@@ -36,21 +37,19 @@ extension Store {
         }
     }
 
-    /// Objects in id order, `limit` at a time, after the cursor `after`; only those `reader`
+    /// Objects in id order, `limit` at a time, after the cursor `after`; only those the caller
     /// may read (section 13: the others are not there, for pages and cursors alike).
-    public func objects(className: String?, limit: Int, after cursor: String?, reader: ReadFilter? = nil)
-        throws(CoreError) -> ObjectPage
-    {
-        try read { state throws(CoreError) in
-            try state.listObjects(className: className, limit: limit, after: cursor, reader: reader)
+    public func objects(className: String?, limit: Int, after cursor: String?) throws(CoreError) -> ObjectPage {
+        try read { state, reader throws(CoreError) in
+            try state.listObjects(className: className, limit: limit, after: cursor, reader: reader.filter)
         }
     }
 
-    /// One object as `reader` may see it: 403 for one it may not read, or for a missing one it
-    /// could never read (so that refusals tell nothing of what exists).
-    public func object(_ id: String, reader: ReadFilter? = nil) throws(CoreError) -> ObjectSnapshot {
-        try read { state throws(CoreError) in
-            state.snapshot(try state.readableObject(id, reader), filter: reader)
+    /// One object as the caller may see it: 403 for one it may not read, or for a missing one
+    /// it could never read (so that refusals tell nothing of what exists).
+    public func object(_ id: String) throws(CoreError) -> ObjectSnapshot {
+        try read { state, reader throws(CoreError) in
+            state.snapshot(try state.readableObject(id, reader), filter: reader.filter)
         }
     }
 
@@ -67,14 +66,12 @@ extension Store {
     }
 
     /// `valueForKeyPath:`; also returns the object's revision.
-    public func value(of id: String, at keyPath: String, reader: ReadFilter? = nil) throws(CoreError) -> (
-        value: JSON, revision: Int
-    ) {
+    public func value(of id: String, at keyPath: String) throws(CoreError) -> (value: JSON, revision: Int) {
         let path = try KeyPath(keyPath)
-        return try read { state throws(CoreError) in
+        return try read { state, reader throws(CoreError) in
             let object = try state.readableObject(id, reader)
             try state.graph.checker.check(path, from: object.className)
-            return (try state.graph.read(path, of: id, filter: reader), object.revision)
+            return (try state.graph.read(path, of: id, filter: reader.filter), object.revision)
         }
     }
 

@@ -6,7 +6,7 @@ public struct CreatedObserver: Sendable {
     public let token: String
 }
 
-extension Store {
+extension StoreSession {
     /// Creates an observer with a fresh id and token (the state keeps only the token's hash).
     public func createObserver(_ settings: ObserverSettings) throws(CoreError) -> CreatedObserver {
         let token = RandomID.make("", bytes: 24)
@@ -22,21 +22,27 @@ extension Store {
         return CreatedObserver(observer: snapshot, token: token)
     }
 
-    /// Every observer, in creation order; or those token `tokenID` made.
-    public func observers(madeBy tokenID: String? = nil) -> [ObserverSnapshot] {
-        state.withLock { state in
-            guard let tokenID else {
-                return state.observers.all.map { state.observerSnapshot($0.id, withRegistrations: false) }
+    /// The observers the caller may use, in creation order: every one for the admin, those a
+    /// token made for it, its own for an observer's token.
+    public func observers() throws(CoreError) -> [ObserverSnapshot] {
+        try read { state, reader in
+            let ids: [String]
+            switch reader.principal {
+            case .admin, .server, .nobody: ids = state.observers.all.map(\.id)
+            case .observer(let own): ids = state.observers[own] == nil ? [] : [own]
+            case .token, .jwt:
+                guard let tokenID = reader.access?.tokenID else { return [] }
+                ids = state.observers.made(by: tokenID).compactMap { state.observers[$0] }
+                    .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }.map(\.id)
             }
-            return state.observers.made(by: tokenID).compactMap { state.observers[$0] }
-                .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-                .map { state.observerSnapshot($0.id, withRegistrations: false) }
+            return ids.map { state.observerSnapshot($0, withRegistrations: false) }
         }
     }
 
     /// One observer, with its registrations.
     public func observer(_ id: String) throws(CoreError) -> ObserverSnapshot {
-        try read { state throws(CoreError) in
+        try read { state, reader throws(CoreError) in
+            try check(state.observerQuestion(id), reader)
             _ = try state.observers.existing(id)
             return state.observerSnapshot(id, withRegistrations: true)
         }
@@ -81,12 +87,15 @@ extension Store {
         return if case .removed(let revision) = outcome { revision } else { nil }
     }
 
-    // MARK: Leases
+}
 
+// MARK: - What the server itself does and reads: leases, streams, replay rebuilds
+
+extension Store {
     /// Removes the observers whose lease ran out; returns their ids.
     @discardableResult
     public func expireLeases() -> [String] {
-        let outcome = try? issue(.expireLeases)
+        let outcome = try? self.as(.server).issue(.expireLeases)
         return if case .expired(let ids)? = outcome { ids } else { [] }
     }
 
@@ -102,7 +111,7 @@ extension Store {
 
     /// Opens an event stream on an observer's log (nil: the admin log). Close it with `closeStream`.
     public func openStream(of observerID: String?) throws(CoreError) -> EventLog {
-        expected(try issue(.openStream(observer: observerID, holder: nil))) {
+        expected(try self.as(.server).issue(.openStream(observer: observerID, holder: nil))) {
             if case .streamOpened(let log) = $0 { log } else { nil }
         }
     }
@@ -117,7 +126,7 @@ extension Store {
     }
 
     public func closeStream(of observerID: String?) {
-        _ = try? issue(.closeStream(observer: observerID, holder: nil))
+        _ = try? self.as(.server).issue(.closeStream(observer: observerID, holder: nil))
     }
 
     /// What a client that fell out of the replay buffer needs to rebuild its state: one

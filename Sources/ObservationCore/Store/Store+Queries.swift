@@ -1,6 +1,6 @@
 // MARK: - Queries (section 12)
 
-extension Store {
+extension StoreSession {
     /// Registers a query for an observer (deduplicated per definition and options).
     public func registerQuery(
         observerID: String, definition: JSON, options: [String] = [], context: JSON? = nil, throttle: Int = 0
@@ -24,7 +24,8 @@ extension Store {
 
     /// An observer's queries, in creation order.
     public func queries(of observerID: String) throws(CoreError) -> [QuerySnapshot] {
-        try read { state throws(CoreError) in
+        try read { state, reader throws(CoreError) in
+            try check(state.observerQuestion(observerID), reader)
             _ = try state.observers.existing(observerID)
             return state.queries.owned(by: observerID).map { state.querySnapshot($0) }
         }
@@ -32,7 +33,8 @@ extension Store {
 
     /// One query, with its window's ids and its total.
     public func query(_ queryID: String, of observerID: String) throws(CoreError) -> QuerySnapshot {
-        try read { state throws(CoreError) in
+        try read { state, reader throws(CoreError) in
+            try check(state.observerQuestion(observerID), reader)
             _ = try state.observers.existing(observerID)
             guard let query = state.queries.existing(queryID, of: observerID) else {
                 throw CoreError.notFound("query", queryID)
@@ -41,12 +43,14 @@ extension Store {
         }
     }
 
-    /// `POST /v1/query`: the objects a definition selects now, without registering anything.
-    /// `reader`: what the caller may read (section 13; nil: everything).
-    public func answerQuery(_ definition: JSON, reader: ReadFilter? = nil) throws(CoreError) -> QueryAnswer {
-        try read { state throws(CoreError) in try state.answerQuery(definition, filter: reader) }
+    /// `POST /v1/query`: the objects a definition selects now, of those the caller may read,
+    /// without registering anything.
+    public func answerQuery(_ definition: JSON) throws(CoreError) -> QueryAnswer {
+        try read { state, reader throws(CoreError) in try state.answerQuery(definition, filter: reader.filter) }
     }
+}
 
+extension Store {
     /// How many queries are registered (`/v1/stats`, `/metrics`).
     public var queryCount: Int { state.withLock { $0.queries.count } }
 }

@@ -3,15 +3,15 @@
 /// What a presented secret (by its hash) is, as of a moment.
 public enum CredentialLookup: Sendable {
     /// An observer's own token; `access` is what the token that made it may do (nil: the admin made it).
-    case observer(id: String, access: Access?, reader: ReadFilter?)
+    case observer(id: String, access: Access?)
     /// A stored scoped token that works, until `expiresAt` (nil: no expiry).
-    case token(Access, reader: ReadFilter, expiresAt: Timestamp?)
+    case token(Access, expiresAt: Timestamp?)
     /// A token (or the token that made the observer) that was revoked or expired.
     case ended(reason: String)
     case unknown
 }
 
-extension Store {
+extension StoreSession {
     /// Makes a token; the caller hands `secret` out once (the state keeps its hash).
     public func createToken(
         name: String? = nil, scopes: JSON, ttl: Int? = nil, client: String? = nil, secret: String
@@ -24,19 +24,39 @@ extension Store {
         ) { if case .token(let snapshot, _) = $0 { snapshot } else { nil } }
     }
 
+    /// The stored tokens that work, in id order (the admin's to read).
+    public func tokens() throws(CoreError) -> [TokenSnapshot] {
+        try read { state, reader throws(CoreError) in
+            try check(.adminOnly("read tokens"), reader)
+            return state.tokens.all.compactMap { state.tokenSnapshot($0.id) }
+        }
+    }
+
+    public func token(_ id: String) throws(CoreError) -> TokenSnapshot {
+        guard
+            let snapshot = try read({ state, reader throws(CoreError) in
+                try check(.adminOnly("read tokens"), reader)
+                return state.tokenSnapshot(id)
+            })
+        else { throw CoreError.notFound("token", id) }
+        return snapshot
+    }
+}
+
+extension Store {
     /// What the secret with hash `secretHash` is at `time`: an observer's token, a stored
     /// scoped token, one that ended (with why), or nothing.
     public func lookUpCredential(secretHash: String, at time: Timestamp) -> CredentialLookup {
         state.withLock { state in
             if let observerID = state.observers.observerID(forTokenHash: secretHash) {
                 guard state.observers[observerID]?.access != nil else {
-                    return .observer(id: observerID, access: nil, reader: nil)
+                    return .observer(id: observerID, access: nil)
                 }
                 switch Result(catching: { () throws(CoreError) in try state.access(of: .observer(observerID), at: time)
                 })
                 {
                 case .success(let live):
-                    return .observer(id: observerID, access: live, reader: state.observers[observerID]?.reader)
+                    return .observer(id: observerID, access: live)
                 case .failure(let error):
                     return .ended(reason: Self.reason(of: error))
                 }
@@ -44,7 +64,7 @@ extension Store {
             guard let (id, token) = state.tokens.lookup(secretHash: secretHash) else { return .unknown }
             guard let token else { return .ended(reason: state.tokens.endReason(id) ?? "revoked") }
             if let expiresAt = token.expiresAt, expiresAt <= time { return .ended(reason: "expired") }
-            return .token(token.access, reader: token.reader, expiresAt: token.expiresAt)
+            return .token(token.access, expiresAt: token.expiresAt)
         }
     }
 
@@ -56,16 +76,6 @@ extension Store {
     /// Why the JWT (or token) `id` ended, if it was revoked and that is still kept.
     public func endReason(ofToken id: String) -> String? {
         state.withLock { $0.tokens.endReason(id) }
-    }
-
-    /// The stored tokens that work, in id order.
-    public func tokens() -> [TokenSnapshot] {
-        state.withLock { state in state.tokens.all.compactMap { state.tokenSnapshot($0.id) } }
-    }
-
-    public func token(_ id: String) throws(CoreError) -> TokenSnapshot {
-        guard let snapshot = state.withLock({ $0.tokenSnapshot(id) }) else { throw CoreError.notFound("token", id) }
-        return snapshot
     }
 
     /// The token that made observer `id` (nil: the admin, or no such observer), and whether it exists.

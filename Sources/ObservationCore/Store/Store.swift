@@ -8,9 +8,10 @@ import Synchronization
 /// apply order. Reads take the lock once and return value snapshots. Nothing is called out
 /// while the lock is held. A command that is refused has changed nothing and taken no revision.
 ///
-/// The convenience methods (`setValue`, `observe`, …) issue a command: they stamp it with
-/// the wall clock's time and fresh random ids (the inputs apply may not make itself), then
-/// execute it and unwrap its answer.
+/// Clients' reads and commands go through a session (`store.as(principal)`, `StoreSession`):
+/// its convenience methods (`setValue`, `observe`, …) issue a command as the session's caller,
+/// stamped with the wall clock's time and fresh random ids (the inputs apply may not make
+/// itself), execute it and unwrap its answer. What is left here is the server's own.
 public final class Store: Sendable {
     let state: Locked<StoreState>
     let outbox = Outbox()
@@ -94,11 +95,6 @@ public final class Store: Sendable {
     /// have them made at once. Their events are in the logs already, either way.
     public func holdDeliveries(_ holder: @escaping @Sendable (OutboxDeliveries) -> Bool) {
         deliveryHolder.withLock { $0 = DeliveryHolder(hold: holder) }
-    }
-
-    /// Issues `action` now (the wall clock's time) and executes it.
-    public func issue(_ action: Command.Action) throws(CoreError) -> Outcome {
-        try execute(Command(time: .now(), action))
     }
 
     /// Runs `handler` (after the lock is released) whenever a command moved a lease deadline

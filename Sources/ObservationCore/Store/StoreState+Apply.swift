@@ -15,12 +15,14 @@ extension StoreState {
         by = command.by
         defer { by = nil }
         let result = Result { () throws(CoreError) in
-            // The admin's commands (most) carry no principal: nothing to decide, and no copy of the action.
-            let access = command.principal == nil ? nil : try authorize(command.action, command.principal, at: time)
-            guard let claim = command.idempotency else { return try perform(command.action, access, at: time) }
+            let principal = command.principal
+            let access = try authorize(command.action, principal, at: time)
+            guard let claim = command.idempotency else {
+                return try perform(command.action, by: principal, access, at: time)
+            }
             // A journaled command was a first application: its replay decides nothing anew.
             if !replaying, let kept = try keptAnswer(claim, at: time) { return kept }
-            let outcome = try perform(command.action, access, at: time)
+            let outcome = try perform(command.action, by: principal, access, at: time)
             keep(outcome, for: claim, at: time)
             return outcome
         }
@@ -41,7 +43,9 @@ extension StoreState {
     }
 
     /// `access`: what the command's principal may do, as `authorize` decided (nil: everything).
-    private mutating func perform(_ action: Command.Action, _ access: Access?, at time: Timestamp) throws(CoreError)
+    private mutating func perform(
+        _ action: Command.Action, by principal: Principal, _ access: Access?, at time: Timestamp
+    ) throws(CoreError)
         -> Outcome
     {
         switch action {
@@ -71,7 +75,8 @@ extension StoreState {
                 name: name, lease: lease, retainObserved: retainObserved, replay: replay, client: client)
             return .observerCreated(
                 try createObserver(
-                    id: id, tokenHash: tokenHash, settings: settings, access: access, onRemove: onRemove, at: time))
+                    id: id, tokenHash: tokenHash, settings: settings, by: principal, access: access, onRemove: onRemove,
+                    at: time))
         case .deleteObserver(let observer):
             return .removed(revision: try removeObserver(observer, reason: "deleted"))
         case .keepalive(let observer):

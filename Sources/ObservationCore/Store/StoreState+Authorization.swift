@@ -5,88 +5,74 @@ extension StoreState {
     /// ended, 403 for anything its scopes do not allow; returns what it may do (nil: all).
     ///
     /// Decided here, as the command is applied, not when the request arrived: a revocation
-    /// or a scope change applied first always wins, on every replica alike. Whatever is decided
-    /// on an object is decided on what never changes once it exists (id, class, owner).
-    func authorize(_ action: Command.Action, _ principal: Principal?, at time: Timestamp) throws(CoreError) -> Access? {
-        guard let principal else { return nil }
+    /// or a scope change applied first always wins, on every replica alike. The facts are the
+    /// state's, the decision `Authorization`'s; whatever is decided on an object is decided on
+    /// what never changes once it exists (id, class, owner).
+    func authorize(_ action: Command.Action, _ principal: Principal, at time: Timestamp) throws(CoreError) -> Access? {
+        try Authorization.check(.command(background: action.isBackground), by: principal, access: nil)
+        // The admin and the server may do whatever that allowed: no facts to gather.
+        if case .admin = principal { return nil }
+        if case .server = principal { return nil }
         let access = try self.access(of: principal, at: time)
-        if case .observer(let own) = principal { try Self.checkObserverToken(action, own) }
+        func ask(_ question: AccessQuestion) throws(CoreError) {
+            try Authorization.check(question, by: principal, access: access)
+        }
         switch action {
         case .defineClass, .deleteClass, .createToken, .changeToken, .revokeToken:
-            throw Self.forbidden("only the admin token may change classes and tokens")
+            try ask(.adminOnly("change classes and tokens"))
         case .createObject(let id, let className, _, let generatedID, let owner):
             // An owner a scoped token names is one of its own observers (section 14).
-            if let owner { try checkManages(owner, principal) }
-            guard let access else { return nil }
+            if let owner { try ask(observerQuestion(owner)) }
             let ownerToken = owner.flatMap { observers[$0]?.access?.tokenID }
-            let identity = ObjectIdentity(id: id ?? generatedID, className: className, ownerToken: ownerToken)
-            guard access.allows(.create, identity) else {
-                throw Self.forbidden(
-                    "this token may not create object '\(identity.id)' of class \(className ?? "none")")
-            }
+            try ask(
+                .object(.create, ObjectIdentity(id: id ?? generatedID, className: className, ownerToken: ownerToken)))
         case .patch(let object, _, _), .notify(let object, _):
-            try check(.write, on: object, for: access)
+            try ask(objectQuestion(.write, object))
         case .setValue(let object, let keyPath, _, _), .mutate(let object, let keyPath, _, _, _, _):
-            try check(.write, on: object, for: access)
+            try ask(objectQuestion(.write, object))
             // A key path through references writes another object: that one is decided too.
-            if access != nil, keyPath.utf8.contains(UInt8(ascii: ".")), let root = graph.objects[object],
+            if keyPath.utf8.contains(UInt8(ascii: ".")), let root = graph.objects[object],
                 let path = try? KeyPath(keyPath),
                 let target = try? graph.writeTarget(path, from: root), target.objectID != object
             {
-                try check(.write, on: target.objectID, for: access)
+                try ask(objectQuestion(.write, target.objectID))
             }
         case .deleteObject(let object):
-            try check(.delete, on: object, for: access)
+            try ask(objectQuestion(.delete, object))
         case .createObserver:
-            if let access, !access.grant.actions.contains(.observe), !access.grant.actions.contains(.subscribe) {
-                throw Self.forbidden("a token makes observers only when it may observe or subscribe")
-            }
+            try ask(.makeObserver)
         case .deleteObserver(let observer), .keepalive(let observer), .progress(let observer),
             .unobserve(let observer, _, _, _), .unquery(let observer, _), .unsubscribe(let observer, _, _, _):
-            try checkManages(observer, principal)
+            try ask(observerQuestion(observer))
         case .observe(let observer, let object, _, _, _, _, _):
-            try checkManages(observer, principal)
-            try check(.observe, on: object, for: access)
+            try ask(observerQuestion(observer))
+            try ask(objectQuestion(.observe, object))
         case .query(let observer, let definition, _, _, _, _):
-            try checkManages(observer, principal)
-            if let access { try Self.checkQuery(definition, access) }
+            try ask(observerQuestion(observer))
+            var className: String?
+            if case .object(let members) = definition, case .string(let name)? = members["class"] { className = name }
+            try ask(.query(className: className))
         case .subscribe(let observer, let name, _, _):
-            try checkManages(observer, principal)
-            if let access, !access.allows(.subscribe, name: name) {
-                throw Self.forbidden("this token may not subscribe to \(name.map { "'\($0)'" } ?? "every name")")
-            }
+            try ask(observerQuestion(observer))
+            try ask(.name(.subscribe, name))
         case .post(let name, _, _, _, _):
-            if let access, !access.allows(.post, name: name) {
-                throw Self.forbidden("this token may not post '\(name)'")
-            }
-        case .openStream(let observer, _):
-            guard let observer else { throw Self.forbidden("the admin stream is the admin token's") }
-            try checkManages(observer, principal)
-        case .expireLeases, .deliverQueued, .flushThrottled, .closeStream, .restart, .nodeDown, .expireTokens:
-            throw Self.forbidden("background changes are the server's own")
+            try ask(.name(.post, name))
+        case .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart, .nodeDown,
+            .expireTokens:
+            break  // refused above: background changes are the server's
         }
         return access
     }
 
-    /// An observer's own token (section 9) manages its observer and nothing else.
-    private static func checkObserverToken(_ action: Command.Action, _ own: String) throws(CoreError) {
-        switch action {
-        case .deleteObserver, .keepalive, .progress, .observe, .unobserve, .query, .unquery, .subscribe,
-            .unsubscribe, .openStream:
-            return
-        default: throw forbidden("an observer's token manages its own observer only")
-        }
+    /// The question for `action` on object `id` as the state knows it now.
+    func objectQuestion(_ action: AccessAction, _ id: String) -> AccessQuestion {
+        guard let object = graph.objects[id] else { return .missingObject(action, id: id) }
+        return .object(action, graph.identity(of: object))
     }
 
-    /// A query needs `observe` on its class (or on any class, for a query without one).
-    private static func checkQuery(_ definition: JSON, _ access: Access) throws(CoreError) {
-        var className: String?
-        if case .object(let members) = definition, case .string(let name)? = members["class"] { className = name }
-        let allowed = access.grant.scopes.contains { scope in
-            scope.allow.contains(.observe) && (scope.className == nil || scope.className == className)
-        }
-        guard allowed else {
-            throw forbidden("this token may not observe \(className.map { "class \($0)" } ?? "objects")")
-        }
+    /// The question for using observer `id` as the state knows it now.
+    func observerQuestion(_ id: String) -> AccessQuestion {
+        let observer = observers[id]
+        return .observer(id: id, maker: observer?.access?.tokenID, exists: observer != nil)
     }
 }

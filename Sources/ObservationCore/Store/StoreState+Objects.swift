@@ -47,7 +47,7 @@ extension StoreState {
         return created
     }
 
-    func listObjects(className: String?, limit: Int, after cursor: String?, reader: ReadFilter? = nil)
+    func listObjects(className: String?, limit: Int, after cursor: String?, reader: ReadFilter?)
         throws(CoreError) -> ObjectPage
     {
         guard let reader else {
@@ -72,16 +72,9 @@ extension StoreState {
     }
 
     /// Object `id` if `reader` may read it; 404 when it is missing and could be readable, 403 otherwise.
-    func readableObject(_ id: String, _ reader: ReadFilter?) throws(CoreError) -> StoredObject {
-        guard let reader else { return try graph.existingObject(id) }
-        guard let object = graph.objects[id] else {
-            if reader.mightRead(id: id) { throw CoreError.notFound("object", id) }
-            throw Self.forbidden("this token may not read object '\(id)'")
-        }
-        guard reader.mayRead(graph.identity(of: object)) else {
-            throw Self.forbidden("this token may not read object '\(id)'")
-        }
-        return object
+    func readableObject(_ id: String, _ reader: Reader) throws(CoreError) -> StoredObject {
+        try Authorization.check(objectQuestion(.read, id), by: reader.principal, access: reader.access)
+        return try graph.existingObject(id)
     }
 
     /// Deletes an object (section 6.4), or, while an observer retains it, marks it

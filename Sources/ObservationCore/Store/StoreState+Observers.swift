@@ -2,10 +2,10 @@
 
 extension StoreState {
     mutating func createObserver(
-        id: String, tokenHash: String, settings: ObserverSettings, access: Access? = nil, onRemove: JSON? = nil,
-        at time: Timestamp
+        id: String, tokenHash: String, settings: ObserverSettings, by principal: Principal, access: Access?,
+        onRemove: JSON?, at time: Timestamp
     ) throws(CoreError) -> ObserverSnapshot {
-        let patches = try removalPatches(onRemove, access: access)
+        let patches = try removalPatches(onRemove, by: principal, access: access)
         if let name = settings.name { try Names.checkID(name, "observer name") }
         if let client = settings.client { try Names.checkID(client, "client name") }
         guard ObserverSettings.leaseRange.contains(settings.lease) else {
@@ -58,8 +58,9 @@ extension StoreState {
     }
 
     /// `onRemove` checked now (section 14): at most 16 patches, each of an existing object, with
-    /// valid keys and values, that the token may write (400, 404, 403 otherwise).
-    func removalPatches(_ json: JSON?, access: Access?) throws(CoreError) -> [RemovalPatch] {
+    /// valid keys and values, that the token may write (400, 404, 403 otherwise): each decided
+    /// as its own PATCH would be.
+    func removalPatches(_ json: JSON?, by principal: Principal, access: Access?) throws(CoreError) -> [RemovalPatch] {
         guard let json, json != .null else { return [] }
         guard case .array(let items) = json, items.count <= RemovalPatch.max else {
             throw CoreError(
@@ -76,7 +77,7 @@ extension StoreState {
                     details: ["field": .string("onRemove[\(index)]")])
             }
             // The scopes first: a refusal tells nothing of ids outside them (as a PATCH's does).
-            try check(.write, on: object, for: access)
+            try check(.write, on: object, by: principal, access: access)
             _ = try graph.existingObject(object)
             _ = try patchTargets(values, of: object)
             patches.append(RemovalPatch(object: object, values: values))

@@ -140,11 +140,11 @@ extension StoreState {
 // MARK: - Deciding with a principal
 
 extension StoreState {
-    /// What a command's principal may do now (nil: everything, the admin or an observer the
+    /// What `principal` may do now (nil: everything, the admin, the server or an observer the
     /// admin made); throws 401 for a token that ended, with `details.reason`.
-    func access(of principal: Principal?, at time: Timestamp) throws(CoreError) -> Access? {
+    func access(of principal: Principal, at time: Timestamp) throws(CoreError) -> Access? {
         switch principal {
-        case nil: return nil
+        case .admin, .server, .nobody: return nil
         case .token(let id):
             guard let access = tokens.live[id] else { throw Self.ended(tokens.endReason(id) ?? "revoked") }
             if let expiresAt = access.expiresAt, expiresAt <= time { throw Self.ended("expired") }
@@ -159,37 +159,25 @@ extension StoreState {
         }
     }
 
+    /// What `principal`'s reads may show at `time` (nil: everything): the filter its token's
+    /// read scopes make, kept with the token or the observer (a JWT's is made anew).
+    func readFilter(of principal: Principal, at time: Timestamp) throws(CoreError) -> ReadFilter? {
+        guard let access = try access(of: principal, at: time) else { return nil }
+        switch principal {
+        case .token(let id): return tokens.reader(of: id) ?? access.readFilter
+        case .observer(let id): return observers[id]?.reader ?? access.readFilter
+        default: return access.readFilter
+        }
+    }
+
     static func ended(_ reason: String) -> CoreError {
         CoreError(.unauthorized, "the token was \(reason)", details: ["reason": .string(reason)])
     }
 
-    static func forbidden(_ message: String) -> CoreError { CoreError(.forbidden, message) }
-
-    /// Refuses `action` on object `id` unless `access` allows it (nil allows everything). A
-    /// missing object is refused too when no scope could match its id (so a refusal never tells
-    /// whether an id outside the scopes exists); else the action answers 404 itself.
-    func check(_ action: AccessAction, on id: String, for access: Access?) throws(CoreError) {
-        guard let access else { return }
-        guard let object = graph.objects[id] else {
-            if access.mightAllow(action, id: id) { return }
-            throw Self.forbidden("this token may not \(action.rawValue) object '\(id)'")
-        }
-        guard access.allows(action, graph.identity(of: object)) else {
-            throw Self.forbidden("this token may not \(action.rawValue) object '\(id)'")
-        }
-    }
-
-    /// Refuses a principal that may not manage observer `id`: an observer's own token manages
-    /// only it; a scoped token only the observers made with it.
-    func checkManages(_ id: String, _ principal: Principal?) throws(CoreError) {
-        switch principal {
-        case nil: return
-        case .observer(let own): if own == id { return }
-        case .token(let token): if observers[id]?.access?.tokenID == token { return }
-        case .jwt(let access): if observers[id]?.access?.tokenID == access.tokenID { return }
-        }
-        guard observers[id] != nil else { throw CoreError.notFound("observer", id) }
-        throw Self.forbidden("this token may not use observer '\(id)'")
+    /// Decides `action` on object `id` for `principal`, whose token may do `access` (the
+    /// question as the state knows the object now).
+    func check(_ action: AccessAction, on id: String, by principal: Principal, access: Access?) throws(CoreError) {
+        try Authorization.check(objectQuestion(action, id), by: principal, access: access)
     }
 
     /// New scopes for token `id`: its observers read with them from now on.
