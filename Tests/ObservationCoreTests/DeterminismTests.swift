@@ -47,6 +47,19 @@ struct DeterminismTests {
         }
         let kinds = Set(commands.map(\.action.kind))
         #expect(kinds == Set(Self.allKinds))
+        // Every kind of caller makes commands: the admin, the server, a token, a JWT, an observer's token.
+        let callers = Set(
+            commands.map { command -> String in
+                switch command.principal {
+                case .admin: "admin"
+                case .server: "server"
+                case .token: "token"
+                case .jwt: "jwt"
+                case .observer: "observer"
+                case .nobody: "nobody"
+                }
+            })
+        #expect(callers == ["admin", "server", "token", "jwt", "observer"], "\(callers)")
         #expect(throws: CommandDecodingError.self) {
             try Command(decoding: Array(#"{"v":2,"t":1,"a":"restart"}"#.utf8))
         }
