@@ -56,9 +56,10 @@ extension ServiceAPI {
     /// The writer's name from `Obs-Client` (section 7.3): 1–128 characters of the id alphabet.
     /// A token with a `client` names its writes with it, and another name is refused (section 13).
     static func client(of request: HTTPRequest, _ caller: Caller) throws(CoreError) -> String? {
-        try Authorization.check(.client(request.headers.client), by: caller.principal, access: caller.access)
+        let named = request.headers.client
+        try Authorization.check(.client(named), by: caller.principal, access: caller.access)
         if let bound = caller.access?.client { return bound }
-        guard let name = request.headers.client else { return nil }
+        guard let name = named else { return nil }
         guard Names.isValidID(name) else {
             throw CoreError(
                 .invalidRequest, "Obs-Client is 1–128 of A–Z a–z 0–9 . _ ~ -",
