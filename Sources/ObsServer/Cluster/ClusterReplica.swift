@@ -1,9 +1,12 @@
+import Dispatch
 import Foundation
 import ObservationCore
 
 /// A cluster node (`--cluster`): a write goes to the cluster's log and is answered with the
 /// outcome of applying it when it comes back; a read waits until the node has applied
-/// everything committed when it arrived (read-your-writes across nodes).
+/// everything committed when it arrived (read-your-writes across nodes). Both are answered
+/// within `--commit-timeout`: a write by its command's deadline (`ClusterShared.expire`), a
+/// read that could not catch up by then with 503.
 struct ClusterReplica: Replica {
     let store: Store
     let node: ClusterNode
@@ -30,6 +33,17 @@ struct ClusterReplica: Replica {
     func barrier(_ read: @escaping @Sendable () -> Reply) -> Reply {
         let answer = DeferredAnswer()
         node.afterCatchingUp { answer.resolve(read) }
+        // The first answer wins: a read the tailer releases later is not made.
+        let timeout = node.settings.commitTimeout
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.inSeconds) {
+            answer.resolve(
+                with: .now(
+                    APIError(
+                        ClusterNode.unavailable(
+                            "this node could not catch up with the cluster's log within --commit-timeout "
+                                + "(\(timeout.inSeconds) s)")
+                    ).response))
+        }
         return .later(answer)
     }
 

@@ -14,6 +14,16 @@ struct ClusterState: Sendable {
     /// Where a command's answer goes once it is applied (or refused).
     struct Waiter: Sendable {
         let resolve: ClusterNode.Resolve
+        /// Its append was sent: until the log shows it, whether it took effect is not known.
+        var sent = false
+    }
+
+    /// An incarnation the presence thread reported down (`nodeDown`).
+    struct DownReport: Sendable, Hashable {
+        let node: String
+        let incarnation: Int
+
+        var holder: String { "\(node)#\(incarnation)" }
     }
 
     /// A read waiting for the tailer's next complete read.
@@ -28,6 +38,10 @@ struct ClusterState: Sendable {
     var waiters: [Int: Waiter] = [:]
     /// Reads waiting for the tailer's next complete read.
     var barriers: [Barrier] = []
+    /// `nodeDown` commands on their way to the log (a round does not report them again)…
+    var reportingDown: Set<DownReport> = []
+    /// …and those applied, for the presence thread to record (`obs_nodes.reported_down`).
+    var reportedDown: [DownReport] = []
     /// This incarnation's name in stream commands and log rows; nil while not registered.
     var tag: String? {
         didSet { if let tag { ownTags.insert(tag) } }

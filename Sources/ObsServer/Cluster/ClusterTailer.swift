@@ -39,7 +39,8 @@ final class ClusterTailer: Sendable {
         while !shared.state.withLock({ $0.stopping || $0.broken != nil }) {
             do {
                 if connection == nil {
-                    let opened = try PGConnection(url: settings.url, name: "obs \(settings.nodeID) tailer")
+                    let opened = try PGConnection(
+                        url: settings.url, name: "obs \(settings.nodeID) tailer", timeout: settings.queryTimeout)
                     try opened.query(ClusterSQL.listen)
                     connection = opened
                     shared.state.withLock { $0.tailerConnected = true }
