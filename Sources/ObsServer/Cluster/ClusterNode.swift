@@ -118,8 +118,16 @@ final class ClusterNode: Sendable {
 
     /// Runs `body` once this node has applied everything committed now (at once, from the local
     /// replica, while the node cannot read the log: a stale read beats none).
-    func afterCatchingUp(_ body: @escaping @Sendable () -> Void) {
-        if shared.state.withLock({ $0.addBarrier(body) }) { shared.wakeTailer() } else { body() }
+    /// `body(false)` instead when it has not by `settings.commitTimeout` (the database stopped
+    /// answering): one sweep at a time looks for those (`ClusterShared.sweepBarriers`).
+    func afterCatchingUp(_ body: @escaping @Sendable (Bool) -> Void) {
+        switch shared.state.withLock({ $0.addBarrier(body, at: .now) }) {
+        case nil:
+            body(true)
+        case let sweep?:
+            shared.wakeTailer()
+            if sweep { shared.scheduleBarrierSweep(after: settings.commitTimeout) }
+        }
     }
 
     static func unavailable(_ reason: String) -> CoreError {

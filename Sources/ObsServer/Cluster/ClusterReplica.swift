@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import ObservationCore
 
@@ -32,17 +31,14 @@ struct ClusterReplica: Replica {
 
     func barrier(_ read: @escaping @Sendable () -> Reply) -> Reply {
         let answer = DeferredAnswer()
-        node.afterCatchingUp { answer.resolve(read) }
-        // The first answer wins: a read the tailer releases later is not made.
         let timeout = node.settings.commitTimeout
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.inSeconds) {
-            answer.resolve(
-                with: .now(
-                    APIError(
-                        ClusterNode.unavailable(
-                            "this node could not catch up with the cluster's log within --commit-timeout "
-                                + "(\(timeout.inSeconds) s)")
-                    ).response))
+        node.afterCatchingUp { caughtUp in
+            guard caughtUp else {
+                let reason = "this node could not catch up with the cluster's log within --commit-timeout"
+                return answer.resolve(
+                    with: .now(APIError(ClusterNode.unavailable("\(reason) (\(timeout.inSeconds) s)")).response))
+            }
+            answer.resolve(read)
         }
         return .later(answer)
     }

@@ -21,6 +21,27 @@ extension ClusterShared {
         }
     }
 
+    // MARK: - Read barriers
+
+    /// Looks for barriers past their deadline after `delay`.
+    func scheduleBarrierSweep(after delay: Duration) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(.zero, delay).inSeconds) { [weak self] in
+            self?.sweepBarriers()
+        }
+    }
+
+    /// Tells the reads still waiting for the tailer after `--commit-timeout` that it did not come
+    /// (`run(false)`: they answer 503); sweeps again when the oldest left is due.
+    func sweepBarriers() {
+        let timeout = settings.commitTimeout
+        let (expired, again) = state.withLock { $0.expireBarriers(arrivedBy: .now - timeout) }
+        for barrier in expired { barrier.run(false) }
+        guard again, let oldest = state.withLock({ $0.barriers.first?.since }) else { return }
+        scheduleBarrierSweep(after: oldest + timeout - .now)
+    }
+
+    // MARK: - Deadlines of commands
+
     /// A command whose waiter is still there at its deadline: one never sent never will be
     /// (503); one sent may be in the log, or may still get there (504 `outcomeUnknown`).
     func expire(_ origin: Int) {

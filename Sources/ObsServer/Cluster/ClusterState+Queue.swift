@@ -69,12 +69,23 @@ extension ClusterState {
         return Array(waiters.values)
     }
 
-    /// Queues a read for the tailer's next complete read; false when the node cannot read the
-    /// log now (the caller runs it at once, from the local replica: a stale read beats none).
-    mutating func addBarrier(_ body: @escaping @Sendable () -> Void) -> Bool {
-        guard tailerConnected, broken == nil, !stopping else { return false }
-        barriers.append(Barrier(run: body))
-        return true
+    /// Queues a read for the tailer's next complete read: nil when the node cannot read the
+    /// log now (the caller runs it at once, from the local replica: a stale read beats none),
+    /// else whether the caller schedules a sweep (none is scheduled).
+    mutating func addBarrier(_ body: @escaping @Sendable (Bool) -> Void, at now: ContinuousClock.Instant) -> Bool? {
+        guard tailerConnected, broken == nil, !stopping else { return nil }
+        barriers.append(Barrier(run: body, since: now))
+        defer { barrierSweep = true }
+        return !barrierSweep
+    }
+
+    /// The barriers that arrived by `cutoff`, removed (their deadline passed), and whether
+    /// others wait (the caller sweeps again; else the next barrier schedules a sweep).
+    mutating func expireBarriers(arrivedBy cutoff: ContinuousClock.Instant) -> (expired: [Barrier], again: Bool) {
+        let count = barriers.prefix { $0.since <= cutoff }.count
+        defer { barriers.removeFirst(count) }
+        barrierSweep = barriers.count > count
+        return (Array(barriers.prefix(count)), barrierSweep)
     }
 
     /// The read barriers waiting now, removed (the caller runs them after a complete read).

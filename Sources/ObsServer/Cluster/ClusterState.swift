@@ -26,9 +26,11 @@ struct ClusterState: Sendable {
         var holder: String { "\(node)#\(incarnation)" }
     }
 
-    /// A read waiting for the tailer's next complete read.
+    /// A read waiting for the tailer's next complete read, since `since`.
     struct Barrier: Sendable {
-        let run: @Sendable () -> Void
+        /// Called once: `true` to read now, `false` when its deadline passed first.
+        let run: @Sendable (Bool) -> Void
+        let since: ContinuousClock.Instant
     }
 
     var nextOrigin = 1
@@ -36,8 +38,10 @@ struct ClusterState: Sendable {
     var queue: [Queued] = []
     /// Answers waiting for their command to come back from the log, by origin.
     var waiters: [Int: Waiter] = [:]
-    /// Reads waiting for the tailer's next complete read.
+    /// Reads waiting for the tailer's next complete read, oldest first.
     var barriers: [Barrier] = []
+    /// A sweep of the barriers past their deadline is scheduled (`ClusterShared.sweepBarriers`).
+    var barrierSweep = false
     /// `nodeDown` commands on their way to the log (a round does not report them again)…
     var reportingDown: Set<DownReport> = []
     /// …and those applied, for the presence thread to record (`obs_nodes.reported_down`).

@@ -52,7 +52,7 @@ final class ClusterTailer: Sendable {
                 let barriers = shared.state.withLock { $0.takeBarriers() }
                 try readToEnd(connection)
                 shared.state.withLock { $0.caughtUp = true }
-                for barrier in barriers { barrier.run() }
+                for barrier in barriers { barrier.run(true) }
                 backoff.reset()
                 if shared.state.withLock({ !$0.barriers.isEmpty }) { continue }
                 _ = try connection.waitForNotification(orWake: shared.tailerWake, timeout: settings.pollInterval)
@@ -63,7 +63,7 @@ final class ClusterTailer: Sendable {
                     state.tailerConnected = false
                     return state.takeBarriers()
                 }
-                for barrier in barriers { barrier.run() }  // stale reads rather than none
+                for barrier in barriers { barrier.run(true) }  // stale reads rather than none
                 shared.logger.warning("cluster log reader: \(error); reconnecting")
                 backoff.sleep()
             }
