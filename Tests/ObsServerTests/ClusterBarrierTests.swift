@@ -43,10 +43,26 @@ struct ClusterBarrierTests {
         node.shared.state.withLock { $0.tailerConnected = true }
         let told = Locked<[Bool]>([])
         node.afterCatchingUp { caughtUp in told.withLock { $0.append(caughtUp) } }
-        for barrier in node.shared.state.withLock({ $0.takeBarriers() }) { barrier.run(true) }  // the tailer
+        // The tailer: a complete read begins, then ends.
+        let mark = node.shared.state.withLock { $0.nextBarrier }
+        for barrier in node.shared.state.withLock({ $0.takeBarriers(before: mark) }) { barrier.run(true) }
         sleepThread(.milliseconds(250))
         #expect(told.withLock { $0 } == [true])
         #expect(node.shared.state.withLock { !$0.barrierSweep }, "the sweep found nothing and stopped")
+    }
+
+    @Test("a read whose deadline comes while the tailer reads for it is told at the deadline, once")
+    func deadlineDuringTheRead() throws {
+        let node = ClusterNode(
+            settings: ClusterSettings(url: "", nodeID: "n1", commitTimeout: .milliseconds(100)),
+            store: Store(limits: StoreLimits()), limits: StoreLimits(), logger: testLogger())
+        node.shared.state.withLock { $0.tailerConnected = true }
+        let told = Locked<[Bool]>([])
+        node.afterCatchingUp { caughtUp in told.withLock { $0.append(caughtUp) } }
+        let mark = node.shared.state.withLock { $0.nextBarrier }  // the tailer's read begins (and hangs)
+        try waitUntil(within: .seconds(3)) { !told.withLock { $0.isEmpty } }
+        #expect(told.withLock { $0 } == [false])
+        #expect(node.shared.state.withLock { $0.takeBarriers(before: mark) }.isEmpty, "the read ends: nothing left")
     }
 
     @Test("while the node cannot read the log, a read runs at once from the local replica")

@@ -73,6 +73,7 @@ def repeat_until_known(node, path, body, key, limit=20):
 
 
 def assert_outcome_unknown(answer):
+    """504 `outcomeUnknown` whose details say so, in time."""
     status, body, headers, seconds = answer
     assert status == 504 and body["error"]["code"] == "outcomeUnknown", (status, body)
     assert body["error"]["details"]["outcome"] == "unknown", body
@@ -81,6 +82,7 @@ def assert_outcome_unknown(answer):
 
 
 def assert_unavailable(answer):
+    """503 `unavailable` with Retry-After, in time."""
     status, body, headers, seconds = answer
     assert status == 503 and body["error"]["code"] == "unavailable", (status, body)
     assert headers.get("Retry-After") == "1"
@@ -96,12 +98,16 @@ def test_postgres_stopped_mid_commit_answers_504_and_the_repeat_applies_once(pos
         try:
             # Sent to a server that answers nothing: the node cannot know whether it was applied.
             first, first_result = in_thread(call, node, "POST", path, insert("k1"), "stop-1")
+            # A read waits for the node to catch up with the log, at most the commit timeout.
+            read, read_result = in_thread(call, node, "GET", "/v1/objects/o")
             time.sleep(0.3)
             # Queued behind it, never sent: the node knows it was not applied.
             second = call(node, "POST", path, insert("k2"), key="stop-2")
             first.join(timeout=10)
+            read.join(timeout=10)
             assert_outcome_unknown(first_result["value"])
             assert_unavailable(second)
+            assert_unavailable(read_result["value"])
         finally:
             postgres.resume()
         status, body, headers, _ = repeat_until_known(node, path, insert("k1"), "stop-1")

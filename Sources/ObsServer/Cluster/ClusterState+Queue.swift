@@ -74,7 +74,8 @@ extension ClusterState {
     /// else whether the caller schedules a sweep (none is scheduled).
     mutating func addBarrier(_ body: @escaping @Sendable (Bool) -> Void, at now: ContinuousClock.Instant) -> Bool? {
         guard tailerConnected, broken == nil, !stopping else { return nil }
-        barriers.append(Barrier(run: body, since: now))
+        barriers.append(Barrier(number: nextBarrier, run: body, since: now))
+        nextBarrier += 1
         defer { barrierSweep = true }
         return !barrierSweep
     }
@@ -88,9 +89,17 @@ extension ClusterState {
         return (Array(barriers.prefix(count)), barrierSweep)
     }
 
-    /// The read barriers waiting now, removed (the caller runs them after a complete read).
+    /// The read barriers waiting now, removed (the caller runs them: the tailer lost the log).
     mutating func takeBarriers() -> [Barrier] {
         defer { barriers = [] }
         return barriers
+    }
+
+    /// The read barriers that arrived before the one numbered `mark` (those waiting when a
+    /// complete read began: the caller runs them, it has ended), removed.
+    mutating func takeBarriers(before mark: Int) -> [Barrier] {
+        let count = barriers.prefix { $0.number < mark }.count
+        defer { barriers.removeFirst(count) }
+        return Array(barriers.prefix(count))
     }
 }

@@ -28,6 +28,8 @@ struct ClusterState: Sendable {
 
     /// A read waiting for the tailer's next complete read, since `since`.
     struct Barrier: Sendable {
+        /// Arrival order (`nextBarrier`).
+        let number: Int
         /// Called once: `true` to read now, `false` when its deadline passed first.
         let run: @Sendable (Bool) -> Void
         let since: ContinuousClock.Instant
@@ -42,6 +44,8 @@ struct ClusterState: Sendable {
     var barriers: [Barrier] = []
     /// A sweep of the barriers past their deadline is scheduled (`ClusterShared.sweepBarriers`).
     var barrierSweep = false
+    /// The number the next barrier gets.
+    var nextBarrier = 0
     /// `nodeDown` commands on their way to the log (a round does not report them again)…
     var reportingDown: Set<DownReport> = []
     /// …and those applied, for the presence thread to record (`obs_nodes.reported_down`).

@@ -49,9 +49,14 @@ final class ClusterTailer: Sendable {
                 if let divergence = shared.state.withLock({ $0.rebuild }) {
                     try rebuild(after: divergence, on: connection)
                 }
-                let barriers = shared.state.withLock { $0.takeBarriers() }
+                // The reads waiting now are released by this read; they stay listed meanwhile
+                // (their deadline may come first: `ClusterShared.sweepBarriers`).
+                let mark = shared.state.withLock { $0.nextBarrier }
                 try readToEnd(connection)
-                shared.state.withLock { $0.caughtUp = true }
+                let barriers = shared.state.withLock { state in
+                    state.caughtUp = true
+                    return state.takeBarriers(before: mark)
+                }
                 for barrier in barriers { barrier.run(true) }
                 backoff.reset()
                 if shared.state.withLock({ !$0.barriers.isEmpty }) { continue }
