@@ -95,15 +95,16 @@ final class ServiceTimer: Sendable {
         ContinuousClock.now + .milliseconds(time.milliseconds - Timestamp.now().milliseconds)
     }
 
-    /// Issues `duty`'s command unless one is out or the duties pause.
-    private func issue(_ duty: Duty, _ action: Command.Action) {
+    /// Issues `duty`'s command unless one is out (its report wakes the timer) or the duties
+    /// pause; false when they pause (look again when the pause ends).
+    private func issue(_ duty: Duty, _ action: Command.Action) -> Bool {
         let now = ContinuousClock.now
-        let go = state.withLock { state in
-            guard !state.pending.contains(duty), state.pausedUntil.map({ $0 <= now }) ?? true else { return false }
-            state.pending.insert(duty)
-            return true
+        let go = state.withLock { state -> Bool? in
+            guard state.pausedUntil.map({ $0 <= now }) ?? true else { return nil }
+            return state.pending.insert(duty).inserted
         }
-        guard go else { return }
+        guard let go else { return false }
+        guard go else { return true }
         act(action) { [self] done in
             let wake = state.withLock { state in
                 state.pending.remove(duty)
@@ -112,20 +113,30 @@ final class ServiceTimer: Sendable {
             }
             if wake { reschedule() }
         }
+        return true
     }
 
     /// Issues the commands due now (expire leases, deliver postings, flush throttle windows,
     /// expire tokens); returns when to look again.
     private func decide() -> ContinuousClock.Instant {
         state.withLock { $0.issuing = true }
-        if let lease = store.nextLeaseDeadline, lease <= Timestamp.now() { issue(.leases, .expireLeases) }
-        if store.oldestQueued(.asap) != nil { issue(.asap, .deliverQueued(posting: "asap")) }
-        if let due = store.nextThrottleDeadline, due <= Timestamp.now() { issue(.throttled, .flushThrottled) }
-        if let due = store.nextTokenDeadline, due <= Timestamp.now() { issue(.tokens, .expireTokens) }
+        var issued = true  // false: something due waits for the pause to end
+        if let lease = store.nextLeaseDeadline, lease <= Timestamp.now() { issued = issue(.leases, .expireLeases) }
+        if store.oldestQueued(.asap) != nil { issued = issue(.asap, .deliverQueued(posting: "asap")) && issued }
+        if let due = store.nextThrottleDeadline, due <= Timestamp.now() {
+            issued = issue(.throttled, .flushThrottled) && issued
+        }
+        if let due = store.nextTokenDeadline, due <= Timestamp.now() {
+            issued = issue(.tokens, .expireTokens) && issued
+        }
         var idleDue: ContinuousClock.Instant?
         if let oldest = store.oldestQueued(.idle) {
             let due = min(Self.instant(oldest) + Self.idleMaxDelay, lastRequest() + idleQuiet)
-            if due <= ContinuousClock.now { issue(.idle, .deliverQueued(posting: "idle")) } else { idleDue = due }
+            if due <= ContinuousClock.now {
+                issued = issue(.idle, .deliverQueued(posting: "idle")) && issued
+            } else {
+                idleDue = due
+            }
         }
         // A duty whose command is out wakes the timer when it reports, not by its deadline.
         let (pending, paused) = state.withLock { state in
@@ -139,7 +150,8 @@ final class ServiceTimer: Sendable {
         }
         if !pending.contains(.tokens), let due = store.nextTokenDeadline { deadline = min(deadline, Self.instant(due)) }
         if let idleDue { deadline = min(deadline, idleDue) }
-        if let paused, paused > ContinuousClock.now { deadline = max(deadline, paused) }
+        // After a failure, what is due is tried again when the pause ends, not in a loop.
+        if let paused, paused > ContinuousClock.now { deadline = issued ? max(deadline, paused) : paused }
         return deadline
     }
 
