@@ -35,7 +35,7 @@ struct ClusterBarrierTests {
         #expect(node.shared.state.withLock { $0.barriers.isEmpty && !$0.barrierSweep })
     }
 
-    @Test("a read released by the tailer is told once; its deadline then changes nothing")
+    @Test("a read released by the tailer is told once; its deadline then changes nothing, and the next has its own")
     func released() throws {
         let node = ClusterNode(
             settings: ClusterSettings(url: "", nodeID: "n1", commitTimeout: .milliseconds(100)),
@@ -49,6 +49,10 @@ struct ClusterBarrierTests {
         // The sweep at its deadline finds nothing and stops.
         try waitUntil(within: .seconds(3)) { node.shared.state.withLock { !$0.barrierSweep } }
         #expect(told.withLock { $0 } == [true])
+        // The next read schedules a sweep of its own.
+        node.afterCatchingUp { caughtUp in told.withLock { $0.append(caughtUp) } }
+        try waitUntil(within: .seconds(3)) { told.withLock { $0.count } == 2 }
+        #expect(told.withLock { $0 } == [true, false])
     }
 
     @Test("a read whose deadline comes while the tailer reads for it is told at the deadline, once")

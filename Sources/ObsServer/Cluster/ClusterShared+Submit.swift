@@ -34,10 +34,9 @@ extension ClusterShared {
     /// (`run(false)`: they answer 503); sweeps again when the oldest left is due.
     func sweepBarriers() {
         let timeout = settings.commitTimeout
-        let (expired, again) = state.withLock { $0.expireBarriers(arrivedBy: .now - timeout) }
+        let (expired, oldest) = state.withLock { $0.expireBarriers(arrivedBy: .now - timeout) }
         for barrier in expired { barrier.run(false) }
-        guard again, let oldest = state.withLock({ $0.barriers.first?.since }) else { return }
-        scheduleBarrierSweep(after: oldest + timeout - .now)
+        if let oldest { scheduleBarrierSweep(after: oldest + timeout - .now) }
     }
 
     // MARK: - Deadlines of commands

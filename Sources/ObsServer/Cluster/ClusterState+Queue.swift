@@ -80,13 +80,17 @@ extension ClusterState {
         return !barrierSweep
     }
 
-    /// The barriers that arrived by `cutoff`, removed (their deadline passed), and whether
-    /// others wait (the caller sweeps again; else the next barrier schedules a sweep).
-    mutating func expireBarriers(arrivedBy cutoff: ContinuousClock.Instant) -> (expired: [Barrier], again: Bool) {
+    /// The barriers that arrived by `cutoff`, removed (their deadline passed), and the arrival
+    /// of the oldest left (the caller sweeps again at its deadline; with none left, the next
+    /// barrier schedules a sweep).
+    mutating func expireBarriers(arrivedBy cutoff: ContinuousClock.Instant) -> (
+        expired: [Barrier], oldest: ContinuousClock.Instant?
+    ) {
         let count = barriers.prefix { $0.since <= cutoff }.count
-        defer { barriers.removeFirst(count) }
-        barrierSweep = barriers.count > count
-        return (Array(barriers.prefix(count)), barrierSweep)
+        let expired = Array(barriers.prefix(count))
+        barriers.removeFirst(count)
+        barrierSweep = !barriers.isEmpty
+        return (expired, barriers.first?.since)
     }
 
     /// The read barriers waiting now, removed (the caller runs them: the tailer lost the log).
