@@ -125,13 +125,15 @@ def test_postgres_stopped_mid_commit_answers_504_and_the_repeat_applies_once(pos
 
 class Proxy:
     """A TCP proxy from a loopback port to PostgreSQL. `hold_appends`: the answer to the log's
-    append is never passed on (the commit is made; the node never hears of it). `kill`: every
-    connection is reset and the port closed, until `start` again."""
+    append is never passed on (the commit is made; the node never hears of it); `drop_appends`:
+    the append itself never reaches PostgreSQL. `kill`: every connection is closed and the port
+    too, until `start` again."""
 
     def __init__(self, target):
         self.target = target
         self.port = free_port()
         self.hold_appends = False
+        self.drop_appends = False
         self.held = threading.Event()
         self.lock = threading.Lock()
         self.sockets = []
@@ -182,6 +184,10 @@ class Proxy:
         try:
             while data := source.recv(65536):
                 if not upstream and state["held"]:
+                    continue
+                if upstream and self.drop_appends and b"INSERT INTO obs_log" in data:
+                    state["held"] = True  # PostgreSQL never sees it
+                    self.held.set()
                     continue
                 sink.sendall(data)
                 if upstream and self.hold_appends and b"INSERT INTO obs_log" in data:
@@ -248,3 +254,44 @@ def test_a_waiting_poll_ends_on_time_while_postgres_is_stopped(postgres):
                    message="the lease expiring once the database answers")
     finally:
         node.stop()
+
+
+@pytest.mark.parametrize("lost", ["answer", "append"])
+def test_a_repeat_on_another_node_while_the_first_is_in_doubt_applies_once(postgres, lost):
+    """The first node cannot learn the outcome (its link to PostgreSQL is gone); the client
+    repeats on another node at once: the log decides the key once for the whole cluster."""
+    proxy = Proxy(postgres.port).start()
+    first_node = start_node(proxy.url, "n1")
+    other = start_node(postgres.url, "n2")
+    try:
+        ok(*first_node.request("POST", "/v1/objects", {"id": "o", "values": {"tags": []}}))
+        path = "/v1/objects/o/values/tags/mutations"
+        proxy.hold_appends = lost == "answer"
+        proxy.drop_appends = lost == "append"
+        first, first_result = in_thread(call, first_node, "POST", path, insert("k1"), "both-1")
+        assert proxy.held.wait(timeout=5), "the append went through the proxy"
+        proxy.kill()
+        first.join(timeout=10)
+        assert_outcome_unknown(first_result["value"])
+
+        status, body, headers, _ = repeat_until_known(other, path, insert("k1"), "both-1")
+        assert status == 200, (status, body)
+        if lost == "answer":
+            assert headers.get("Idempotent-Replayed") == "true", "the first was committed: its answer"
+        else:
+            assert "Idempotent-Replayed" not in headers, "the first never reached the log: applied now"
+
+        proxy.hold_appends = proxy.drop_appends = False
+        proxy.start()
+        wait_until(lambda: first_node.request("GET", "/healthz")[0] == 200, timeout=20, message="n1 rejoining")
+        # A write through n1's appender once it has resolved its doubt: nothing of the first follows.
+        status, body, _, _ = repeat_until_known(first_node, "/v1/objects/o/values/tags/mutations", insert("after"),
+                                                "both-after")
+        assert status == 200, (status, body)
+        for node in (first_node, other):
+            tags = ok(*node.request("GET", "/v1/objects/o"))["values"]["tags"]
+            assert sorted(tags) == ["after", "k1"], f"applied once, on every node: {tags}"
+    finally:
+        first_node.stop()
+        other.stop()
+        proxy.kill()
