@@ -29,6 +29,9 @@ public struct CoreError: Error, Sendable, Equatable {
         /// The server cannot make a write durable now (its data directory refuses writes);
         /// `details.retryAfter` says in how many seconds to try again.
         case unavailable
+        /// A cluster write whose outcome the node could not learn in time (section 11): it may
+        /// or may not have been applied; repeating it with the same `Idempotency-Key` is safe.
+        case outcomeUnknown
     }
 
     public let code: Code

@@ -28,6 +28,33 @@ struct OpenAPITests {
         }
     }
 
+    @Test("the document's error codes include every code the core answers with, and a write documents 504")
+    func errorCodes() throws {
+        try withServer { _, client in
+            let document = try client.get("/openapi.json").json
+            let error = Self.member(document, "components", "schemas", "Error", "properties", "error")
+            guard case .array(let codes)? = error.flatMap({ Self.member($0, "properties", "code", "enum") }) else {
+                Issue.record("no Error schema with a code enum")
+                return
+            }
+            let documented = Set(codes.compactMap { if case .string(let code) = $0 { code } else { nil } })
+            let answered = Set(CoreError.Code.allCases.map(\.rawValue))
+            #expect(answered.subtracting(documented).isEmpty, "codes missing from the document")
+            let put = Self.member(document, "paths", "/v1/objects/{id}/values/{keyPath}", "put", "responses", "504")
+            #expect(put != nil, "a cluster write may answer 504 outcomeUnknown")
+        }
+    }
+
+    /// The value at `path` (object members), if every step is there.
+    static func member(_ json: JSON, _ path: String...) -> JSON? {
+        var current = json
+        for key in path {
+            guard case .object(let members) = current, let next = members[key] else { return nil }
+            current = next
+        }
+        return current
+    }
+
     @Test("/metrics: Prometheus text with the counts and a latency histogram per route")
     func metrics() throws {
         try withServer { _, client in

@@ -3,6 +3,7 @@
 
 import glob
 import os
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -54,6 +55,27 @@ class Postgres:
                                 check=True)
         return result.stdout.strip()
 
+    def processes(self):
+        """The postmaster's PID and its children's (every server process of this cluster)."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+        return [postmaster] + [int(pid) for pid in children]
+
+    def pause(self):
+        """Stops every server process (SIGSTOP): connections stay open and nothing answers."""
+        self.paused = self.processes()
+        for pid in self.paused:
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self):
+        for pid in getattr(self, "paused", []):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.paused = []
+
     def remove(self):
+        self.resume()
         self.stop("immediate")
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -76,7 +76,9 @@ struct ObsServerCommand: ParsableCommand {
     @Option(
         help: """
             Seconds a write's answer may wait for durability (default 5): a write the data directory or the \
-            cluster's database cannot take by then is undone and answered 503 with Retry-After.
+            cluster's database cannot take by then is undone and answered 503 with Retry-After; on a cluster \
+            node, one sent whose outcome is unknown answers 504 outcomeUnknown (repeat it with the same \
+            Idempotency-Key).
             """) var commitTimeout: Double?
     @Option(help: "With --data-dir: a checkpoint every this many commands (default 10000).")
     var checkpointCommands: Int?

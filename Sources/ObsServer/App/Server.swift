@@ -96,21 +96,21 @@ final class Server: Sendable {
     }
 
     /// A cluster node's timer: the keeper decides leases and queues for the cluster, through
-    /// its log (waiting at most the commit timeout); quiet for `idle` postings is quiet in the log.
+    /// its log (without waiting: the outcome, within the commit timeout, reports to the timer);
+    /// quiet for `idle` postings is quiet in the log. A command whose outcome is not known is
+    /// tried again (theirs are conditional: applying one twice or late changes nothing twice).
     private static func keeperTimer(_ node: ClusterNode, store: Store, hub: StreamHub, config: ServerConfig)
         -> ServiceTimer
     {
         ServiceTimer(
             store: store, hub: hub, heartbeatInterval: config.heartbeatInterval, idleQuiet: config.idleQuiet,
             lastRequest: { node.lastApplied }, decides: { node.isKeeper }
-        ) { action in
-            guard node.isKeeper else { return false }
-            if case .failure(let error) = node.submitAndWait(Command(time: .now(), action, as: .server)),
-                error.code == .unavailable
-            {
-                return false
+        ) { action, done in
+            guard node.isKeeper else { return done(false) }
+            node.submit(Command(time: .now(), action, as: .server)) { result in
+                guard case .failure(let error) = result else { return done(true) }
+                done(error.code != .unavailable && error.code != .outcomeUnknown)
             }
-            return true
         }
     }
 

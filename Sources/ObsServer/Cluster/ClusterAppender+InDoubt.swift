@@ -1,4 +1,5 @@
-/// An append whose connection broke: whether it committed is unknown.
+/// An append whose connection broke, or whose answer did not come in time: whether it
+/// committed is unknown.
 extension ClusterAppender {
     /// How long the resolution waits for the lost server process to end before it starts over
     /// (terminating it again on a new connection).
@@ -6,9 +7,12 @@ extension ClusterAppender {
 
     /// Once the old server process is gone (so it cannot commit later), the commands found in
     /// the log are left to the tailer (their answers come from applying them); the others never
-    /// happened, and go back to the front of the queue (their origins are unique: a retry cannot
-    /// apply twice). It tries again, with backoff, until the database answers or the node stops;
-    /// meanwhile commands queued behind the batch meet their deadline (503).
+    /// happened: those still waiting go back to the front of the queue (their origins are
+    /// unique: a retry cannot apply twice), those answered 504 meanwhile are dropped.
+    ///
+    /// Each attempt is bounded (the connection's timeouts, `backendEndWait`); it tries again,
+    /// with backoff, until the database answers or the node stops. It holds up no answer: the
+    /// batch's commands get 504 at their deadlines, those queued behind it 503.
     func resolveInDoubt(_ batch: [ClusterState.Queued], as tag: String, lostBackend: Int32) {
         var backoff = ClusterBackoff()
         while !shared.isStopping {
@@ -17,12 +21,12 @@ extension ClusterAppender {
                 try log.terminateBackend(lostBackend)
                 try waitUntilEnded(lostBackend, on: log)
                 let found = try log.appendedOrigins(batch.map(\.origin), by: tag)
-                let retry = batch.filter { !found.contains($0.origin) }
-                shared.state.withLock { $0.requeue(retry) }
-                if !retry.isEmpty { shared.wakeAppender() }
+                let requeued = shared.state.withLock { $0.requeue(batch.filter { !found.contains($0.origin) }) }
+                if requeued > 0 { shared.wakeAppender() }
                 if !found.isEmpty { shared.wakeTailer() }
                 return
             } catch {
+                shared.logger.warning("cluster append in doubt, resolving: \(error)")
                 backoff.sleep()
             }
         }

@@ -5,8 +5,10 @@ import Logging
 /// cluster's log, in batches (whatever queued while the previous append was in flight, at most
 /// `batchLimit`; group commit), each in one transaction, on a connection of its own.
 ///
-/// An append whose connection broke is in doubt: see `resolveInDoubt`. A command still queued
-/// at its deadline leaves the queue with a 503 (`ClusterShared.dropIfQueued`).
+/// An append the database refused (an error answer: its transaction rolled back) is answered
+/// 503. One whose connection broke, or whose answer did not come within the connection's
+/// timeout, is in doubt: see `resolveInDoubt`. Whatever the appender is doing, each command's
+/// answer comes by its deadline (`ClusterShared.expire`): 503 if it was not sent, else 504.
 ///
 /// Thread-safety: `start` once; the rest runs on the appender's thread, which alone holds its
 /// connection (a local of `run`).
@@ -25,7 +27,10 @@ final class ClusterAppender: Sendable {
     /// The appender of a node on PostgreSQL.
     convenience init(shared: ClusterShared) {
         let settings = shared.settings
-        self.init(shared: shared) { try PGConnection(url: settings.url, name: "obs \(settings.nodeID) appender") }
+        self.init(shared: shared) {
+            try PGConnection(
+                url: settings.url, name: "obs \(settings.nodeID) appender", timeout: settings.commitTimeout)
+        }
     }
 
     func start() {
@@ -47,26 +52,60 @@ final class ClusterAppender: Sendable {
             if stopping { break }
             guard !batch.isEmpty else { continue }
             if batch.count == limit { shared.wakeAppender() }  // more is queued
-            do {
-                if connection == nil { connection = try connect() }
-                guard let connection, let tag else {
-                    throw PGError(description: "not registered", connectionLost: false)
-                }
-                try connection.append(batch, as: tag)
+            guard let tag else {
+                shared.fail(batch.map(\.origin), "the node is not registered with the cluster now")
+                continue
+            }
+            switch append(batch, as: tag, on: &connection) {
+            case .done:
                 backoff.reset()
-                shared.wakeTailer()
-            } catch {
-                let lostPID = connection?.backendPID
-                connection = nil
-                shared.logger.warning("cluster append failed: \(error)")
-                if let lostPID, let tag {
-                    resolveInDoubt(batch, as: tag, lostBackend: lostPID)
-                } else {
-                    shared.fail(batch.map(\.origin), "the cluster's database cannot be reached")
-                }
+            case .refused:
+                backoff.sleep()
+            case .inDoubt(let sent, let lostBackend):
+                resolveInDoubt(sent, as: tag, lostBackend: lostBackend)
                 backoff.sleep()
             }
         }
         shared.threadFinished()
+    }
+
+    private enum Appended {
+        case done
+        /// Not sent (no connection), or refused by the database: answered 503.
+        case refused
+        /// Sent, and the connection broke or did not answer in time (it is dropped).
+        case inDoubt([ClusterState.Queued], lostBackend: Int32)
+    }
+
+    /// Sends what of `batch` still waits (`ClusterState.send`) in one append, connecting first
+    /// if needed; answers 503 what is known not applied.
+    private func append(
+        _ batch: [ClusterState.Queued], as tag: String, on connection: inout (any ClusterAppendLog)?
+    ) -> Appended {
+        let log: any ClusterAppendLog
+        do {
+            log = try connection ?? connect()
+            connection = log
+        } catch {
+            shared.logger.warning("cluster append: \(error)")
+            shared.fail(batch.map(\.origin), "the cluster's database cannot be reached")
+            return .refused
+        }
+        let sending = shared.state.withLock { $0.send(batch) }
+        guard !sending.isEmpty else { return .done }
+        do {
+            try log.append(sending, as: tag)
+            shared.wakeTailer()
+            return .done
+        } catch let error as PGError where !error.connectionLost {
+            // An error answer: the append's transaction rolled back (a statement or lock timeout…).
+            shared.logger.warning("cluster append refused: \(error)")
+            shared.fail(sending.map(\.origin), "the cluster's database refused the change")
+            return .refused
+        } catch {
+            connection = nil
+            shared.logger.warning("cluster append in doubt: \(error)")
+            return .inDoubt(sending, lostBackend: log.backendPID)
+        }
     }
 }

@@ -15,8 +15,7 @@ import ObservationCore
 /// tailer's next complete read), so a read on any node sees every write answered before it.
 ///
 /// Thread-safety: every member may be called from any thread, `start` and `stop` once each.
-/// Nothing here blocks on PostgreSQL except `start`; `submitAndWait` waits at most
-/// `settings.commitTimeout` (the server's timer thread calls it).
+/// Nothing here blocks on PostgreSQL except `start`.
 final class ClusterNode: Sendable {
     /// Where an answer goes once the command is applied.
     typealias Resolve = @Sendable (Result<Outcome, CoreError>) -> Void
@@ -56,7 +55,8 @@ final class ClusterNode: Sendable {
     /// once the replica has caught up (or throws why the node cannot join).
     func start() throws {
         let logger = shared.logger
-        let connection = try PGConnection(url: settings.url, name: "obs \(settings.nodeID) presence")
+        let connection = try PGConnection(
+            url: settings.url, name: "obs \(settings.nodeID) presence", timeout: settings.queryTimeout)
         try ClusterSchema.prepare(connection, config: config)
         let registration = try ClusterSchema.register(settings.nodeID, on: connection, wait: settings.registerWait)
         shared.state.withLock { $0.tag = registration.tag(settings.nodeID) }
@@ -66,7 +66,7 @@ final class ClusterNode: Sendable {
         }
         tailer.start()
         appender.start()
-        if let previous = registration.previousDown { presence.reportDown(settings.nodeID, previous, on: connection) }
+        if let previous = registration.previousDown { presence.reportDown(settings.nodeID, previous) }
         presence.start(with: connection)
         let deadline = ContinuousClock.now + .seconds(600)
         while !shared.state.withLock({ $0.caughtUp || $0.broken != nil }), ContinuousClock.now < deadline {
@@ -80,19 +80,17 @@ final class ClusterNode: Sendable {
         )
     }
 
-    /// Stops the threads (waiting at most 5 s for each); answers still waiting for the log are
-    /// closed unanswered (their outcome is not known here; the log has it).
+    /// Stops the threads (waiting at most 5 s for each); answers still waiting are told: 503
+    /// for a command never sent, 504 for one sent (its outcome is not known here; the log has it).
     func stop() {
         let waiters = shared.state.withLock { $0.stop() }
         shared.wakeAppender()
         shared.wakeTailer()
         shared.wakePresence()
         shared.waitForThreads(3, timeout: .seconds(5))
-        let unknown = CoreError(
-            .unavailable,
-            "the node stopped before its change came back from the cluster's log; it may have taken effect",
-            details: ["retryAfter": 1])
-        for waiter in waiters { waiter.resolve(.failure(unknown)) }
+        let unknown = Self.outcomeUnknown("the node stopped before its change came back from the cluster's log")
+        let refused = Self.unavailable("the node stopped before it sent the change to the cluster's database")
+        for waiter in waiters { waiter.resolve(.failure(waiter.sent ? unknown : refused)) }
     }
 
     // MARK: - What the server asks
@@ -111,26 +109,37 @@ final class ClusterNode: Sendable {
     var lastApplied: ContinuousClock.Instant { shared.state.withLock { $0.lastApplied } }
 
     /// Appends `command` to the log; `resolve` gets its outcome once this node has applied it
-    /// (on the tailer's thread: do nothing slow there), or 503 when the node cannot append now
-    /// or the command is still queued after `settings.commitTimeout`.
+    /// (on the tailer's thread: do nothing slow there), always within `settings.commitTimeout`:
+    /// else 503 when the node knows it was not applied, 504 when it cannot know
+    /// (`ClusterShared.submit`). Never blocks.
     func submit(_ command: Command, resolve: @escaping Resolve) {
         shared.submit(command, resolve: resolve)
     }
 
-    /// Submits and waits for the outcome (the timer's and the presence thread's own commands),
-    /// at most the commit timeout: a command whose outcome is not known by then may still apply
-    /// later (theirs are conditional, so applying one twice or late changes nothing twice).
-    func submitAndWait(_ command: Command) -> Result<Outcome, CoreError> {
-        shared.submitAndWait(command)
-    }
-
     /// Runs `body` once this node has applied everything committed now (at once, from the local
     /// replica, while the node cannot read the log: a stale read beats none).
-    func afterCatchingUp(_ body: @escaping @Sendable () -> Void) {
-        if shared.state.withLock({ $0.addBarrier(body) }) { shared.wakeTailer() } else { body() }
+    /// `body(false)` instead when it has not by `settings.commitTimeout` (the database stopped
+    /// answering): one sweep at a time looks for those (`ClusterShared.sweepBarriers`).
+    func afterCatchingUp(_ body: @escaping @Sendable (Bool) -> Void) {
+        switch shared.state.withLock({ $0.addBarrier(body, at: .now) }) {
+        case nil:
+            body(true)
+        case let sweep?:
+            shared.wakeTailer()
+            if sweep { shared.scheduleBarrierSweep(after: settings.commitTimeout) }
+        }
     }
 
     static func unavailable(_ reason: String) -> CoreError {
         CoreError(.unavailable, "\(reason); nothing was changed", details: ["retryAfter": 1])
+    }
+
+    /// A write that was sent to the cluster's database and whose outcome is not known (section 11).
+    static func outcomeUnknown(_ reason: String) -> CoreError {
+        CoreError(
+            .outcomeUnknown,
+            "\(reason); it may or may not have been applied: repeat it with the same Idempotency-Key (or "
+                + "transaction id), which is safe: the repeat answers its real outcome and never applies it twice",
+            details: ["outcome": "unknown", "repeatSafely": "Idempotency-Key", "retryAfter": 1])
     }
 }

@@ -12,19 +12,36 @@ extension ClusterPresence {
             else { continue }
             guard try ClusterSchema.tryLock(ClusterSchema.livenessClass, key, on: connection) else { continue }
             try connection.query(ClusterSQL.advisoryUnlock, ["\(ClusterSchema.livenessClass)", "\(key)"])
-            shared.logger.notice("cluster node \(node)#\(incarnation) is gone: its streams close")
-            reportDown(node, incarnation, on: connection)
+            reportDown(node, incarnation)
         }
     }
 
-    /// Appends `nodeDown` for an incarnation (waiting at most the commit timeout) and records
-    /// that it was reported.
-    func reportDown(_ node: String, _ incarnation: Int, on connection: PGConnection) {
-        let command = Command(time: .now(), .nodeDown(holder: "\(node)#\(incarnation)"), as: .server)
-        guard case .success = shared.submitAndWait(command) else {
-            return  // the next round tries again
+    /// Appends `nodeDown` for an incarnation, without waiting: once it is applied, the next
+    /// round records that it was reported (`recordReportedDown`); if it fails, a later round
+    /// reports it again (a second `nodeDown` of a holder changes nothing).
+    func reportDown(_ node: String, _ incarnation: Int) {
+        let report = ClusterState.DownReport(node: node, incarnation: incarnation)
+        guard shared.state.withLock({ $0.reportingDown.insert(report).inserted }) else { return }  // on its way
+        shared.logger.notice("cluster node \(report.holder) is gone: its streams close")
+        shared.submit(Command(time: .now(), .nodeDown(holder: report.holder), as: .server)) { [shared] result in
+            let applied = if case .success = result { true } else { false }
+            shared.state.withLock { state in
+                state.reportingDown.remove(report)
+                if applied { state.reportedDown.append(report) }
+            }
+            if applied { shared.wakePresence() }
         }
-        _ = try? connection.query(ClusterSQL.markReportedDown, [node, "\(incarnation)"])
+    }
+
+    /// Records the incarnations whose `nodeDown` was applied (the keeper stops looking at them).
+    func recordReportedDown(on connection: PGConnection) throws {
+        let reports = shared.state.withLock { state in
+            defer { state.reportedDown = [] }
+            return state.reportedDown
+        }
+        for report in reports {
+            try connection.query(ClusterSQL.markReportedDown, [report.node, "\(report.incarnation)"])
+        }
     }
 
     /// The keeper writes the latest pending checkpoint the other nodes' digests confirmed, then

@@ -61,6 +61,7 @@ final class ClusterPresence: Sendable {
             shared.logger.notice("cluster node \(settings.nodeID) is the keeper")
             shared.becameKeeper()
         }
+        try recordReportedDown(on: connection)
         if shared.state.withLock({ $0.keeper }) {
             try reportNodesDown(on: connection)
             try checkpoint(on: connection)
@@ -100,10 +101,11 @@ final class ClusterPresence: Sendable {
     /// reported down, by this node now or by the keeper), after catching up.
     private func rejoin() throws -> PGConnection {
         let settings = shared.settings
-        let connection = try PGConnection(url: settings.url, name: "obs \(settings.nodeID) presence")
+        let connection = try PGConnection(
+            url: settings.url, name: "obs \(settings.nodeID) presence", timeout: settings.queryTimeout)
         let registration = try ClusterSchema.register(settings.nodeID, on: connection, wait: settings.registerWait)
         shared.state.withLock { $0.tag = registration.tag(settings.nodeID) }
-        if let previous = registration.previousDown { reportDown(settings.nodeID, previous, on: connection) }
+        if let previous = registration.previousDown { reportDown(settings.nodeID, previous) }
         shared.logger.notice("cluster node \(settings.nodeID) joined again as \(registration.tag(settings.nodeID))")
         return connection
     }

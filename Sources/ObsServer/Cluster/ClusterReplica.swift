@@ -3,7 +3,9 @@ import ObservationCore
 
 /// A cluster node (`--cluster`): a write goes to the cluster's log and is answered with the
 /// outcome of applying it when it comes back; a read waits until the node has applied
-/// everything committed when it arrived (read-your-writes across nodes).
+/// everything committed when it arrived (read-your-writes across nodes). Both are answered
+/// within `--commit-timeout`: a write by its command's deadline (`ClusterShared.expire`), a
+/// read that could not catch up by then with 503.
 struct ClusterReplica: Replica {
     let store: Store
     let node: ClusterNode
@@ -29,7 +31,15 @@ struct ClusterReplica: Replica {
 
     func barrier(_ read: @escaping @Sendable () -> Reply) -> Reply {
         let answer = DeferredAnswer()
-        node.afterCatchingUp { answer.resolve(read) }
+        let timeout = node.settings.commitTimeout
+        node.afterCatchingUp { caughtUp in
+            guard caughtUp else {
+                let reason = "this node could not catch up with the cluster's log within --commit-timeout"
+                return answer.resolve(
+                    with: .now(APIError(ClusterNode.unavailable("\(reason) (\(timeout.inSeconds) s)")).response))
+            }
+            answer.resolve(read)
+        }
         return .later(answer)
     }
 

@@ -13,7 +13,11 @@ struct ClusterSettings: Sendable {
     var registerWait: Duration = .seconds(15)
     /// The keeper writes a checkpoint at every log position that is a multiple of this.
     var checkpointEvery = 10_000
-    /// How long a command may wait in this node's queue for the database (`--commit-timeout`):
-    /// past it, one not yet sent is dropped and answered 503 (it never reaches the log).
+    /// How long a write waits for its outcome (`--commit-timeout`): past it, one not yet sent
+    /// is dropped and answered 503 (it never reaches the log), one sent is answered 504
+    /// (`outcomeUnknown`). Also the appender's `statement_timeout` and `lock_timeout`.
     var commitTimeout: Duration = .seconds(5)
+    /// The tailer's and the presence thread's `statement_timeout` and `lock_timeout` (they
+    /// read the log and checkpoints, which may be large; no client waits on them).
+    var queryTimeout: Duration = .seconds(30)
 }

@@ -14,11 +14,25 @@ struct ClusterState: Sendable {
     /// Where a command's answer goes once it is applied (or refused).
     struct Waiter: Sendable {
         let resolve: ClusterNode.Resolve
+        /// Its append was sent: until the log shows it, whether it took effect is not known.
+        var sent = false
     }
 
-    /// A read waiting for the tailer's next complete read.
+    /// An incarnation the presence thread reported down (`nodeDown`).
+    struct DownReport: Sendable, Hashable {
+        let node: String
+        let incarnation: Int
+
+        var holder: String { "\(node)#\(incarnation)" }
+    }
+
+    /// A read waiting for the tailer's next complete read, since `since`.
     struct Barrier: Sendable {
-        let run: @Sendable () -> Void
+        /// Arrival order (`nextBarrier`).
+        let number: Int
+        /// Called once: `true` to read now, `false` when its deadline passed first.
+        let run: @Sendable (Bool) -> Void
+        let since: ContinuousClock.Instant
     }
 
     var nextOrigin = 1
@@ -26,8 +40,16 @@ struct ClusterState: Sendable {
     var queue: [Queued] = []
     /// Answers waiting for their command to come back from the log, by origin.
     var waiters: [Int: Waiter] = [:]
-    /// Reads waiting for the tailer's next complete read.
+    /// Reads waiting for the tailer's next complete read, oldest first.
     var barriers: [Barrier] = []
+    /// A sweep of the barriers past their deadline is scheduled (`ClusterShared.sweepBarriers`).
+    var barrierSweep = false
+    /// The number the next barrier gets.
+    var nextBarrier = 0
+    /// `nodeDown` commands on their way to the log (a round does not report them again)…
+    var reportingDown: Set<DownReport> = []
+    /// …and those applied, for the presence thread to record (`obs_nodes.reported_down`).
+    var reportedDown: [DownReport] = []
     /// This incarnation's name in stream commands and log rows; nil while not registered.
     var tag: String? {
         didSet { if let tag { ownTags.insert(tag) } }

@@ -39,7 +39,8 @@ final class ClusterTailer: Sendable {
         while !shared.state.withLock({ $0.stopping || $0.broken != nil }) {
             do {
                 if connection == nil {
-                    let opened = try PGConnection(url: settings.url, name: "obs \(settings.nodeID) tailer")
+                    let opened = try PGConnection(
+                        url: settings.url, name: "obs \(settings.nodeID) tailer", timeout: settings.queryTimeout)
                     try opened.query(ClusterSQL.listen)
                     connection = opened
                     shared.state.withLock { $0.tailerConnected = true }
@@ -48,10 +49,15 @@ final class ClusterTailer: Sendable {
                 if let divergence = shared.state.withLock({ $0.rebuild }) {
                     try rebuild(after: divergence, on: connection)
                 }
-                let barriers = shared.state.withLock { $0.takeBarriers() }
+                // The reads waiting now are released by this read; they stay listed meanwhile
+                // (their deadline may come first: `ClusterShared.sweepBarriers`).
+                let mark = shared.state.withLock { $0.nextBarrier }
                 try readToEnd(connection)
-                shared.state.withLock { $0.caughtUp = true }
-                for barrier in barriers { barrier.run() }
+                let barriers = shared.state.withLock { state in
+                    state.caughtUp = true
+                    return state.takeBarriers(before: mark)
+                }
+                for barrier in barriers { barrier.run(true) }
                 backoff.reset()
                 if shared.state.withLock({ !$0.barriers.isEmpty }) { continue }
                 _ = try connection.waitForNotification(orWake: shared.tailerWake, timeout: settings.pollInterval)
@@ -62,7 +68,7 @@ final class ClusterTailer: Sendable {
                     state.tailerConnected = false
                     return state.takeBarriers()
                 }
-                for barrier in barriers { barrier.run() }  // stale reads rather than none
+                for barrier in barriers { barrier.run(true) }  // stale reads rather than none
                 shared.logger.warning("cluster log reader: \(error); reconnecting")
                 backoff.sleep()
             }

@@ -21,7 +21,7 @@ struct APIError: Error, Sendable {
         self.init(
             status: Self.status(of: error.code), code: error.code.rawValue, message: error.message,
             details: error.details)
-        if error.code == .unavailable {
+        if error.code == .unavailable || error.code == .outcomeUnknown {
             let seconds = if case .int(let seconds)? = error.details["retryAfter"] { seconds } else { 1 }
             headers = [("Retry-After", String(seconds))]
         }
@@ -40,6 +40,7 @@ struct APIError: Error, Sendable {
         case .limitExceeded: 429
         case .payloadTooLarge: 413
         case .unavailable: 503
+        case .outcomeUnknown: 504
         }
     }
 

@@ -13,8 +13,8 @@ struct HTTPDaemonOptions: Sendable {
     /// Per-connection buffer memory in libmicrohttpd (small keeps idle streams cheap).
     var connectionMemoryLimit = 8 * 1024
     /// Seconds without progress before a connection is closed: an idle keep-alive connection, a
-    /// client that sends its headers too slowly. Parked connections (event streams, answers
-    /// waiting to be durable) never time out.
+    /// client that sends its headers too slowly. Parked connections (event streams, deferred
+    /// answers) are not timed here: a deferred answer's maker bounds it (see `Reply.later`).
     var connectionTimeout = 60
     /// Most simultaneous connections from one client address (0: no limit).
     var connectionsPerAddress = 0
@@ -32,7 +32,8 @@ struct HTTPDaemonOptions: Sendable {
 /// chain as a plain `HTTPRequest` on the worker thread. Its `Reply` is sent in one of three
 /// ways: `now` is queued on the same call; a `stream` parks whenever it has nothing to send;
 /// `later` parks the connection (suspends it) until its `DeferredAnswer` is resolved, which
-/// resumes it, and the answer is sent from the resumed call (parked answers never time out).
+/// resumes it, and the answer is sent from the resumed call (the daemon sets no deadline:
+/// whoever made the answer resolves it in bounded time, see `Reply.later`).
 ///
 /// Thread-safety: the chain runs concurrently on all worker threads. The
 /// daemon pointer is set by `start()` and cleared by `stop()`, both under `daemon`'s lock.

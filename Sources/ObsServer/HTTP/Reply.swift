@@ -9,7 +9,10 @@ import ObservationCore
 /// - `later`: the answer is not known yet (a write waiting to be durable or to come back from
 ///   the cluster's log, a read waiting for the node to catch up, a poll waiting for an event).
 ///   The daemon parks the connection until the `DeferredAnswer` is resolved, with a reply of
-///   its own (which may be `later` again) or with none (close unanswered).
+///   its own (which may be `later` again) or with none (close unanswered). Whoever makes one
+///   resolves it in bounded time: a durable write within `--commit-timeout` (the committer),
+///   a cluster write and a cluster read too (`ClusterShared.expire`, `ClusterReplica.barrier`),
+///   a poll at the end of its `wait` (the timer thread), and every one at shutdown.
 enum Reply: Sendable {
     case now(HTTPResponse)
     case stream(HTTPResponse, any StreamBody)

@@ -16,6 +16,8 @@ final class FakeAppendLog: ClusterAppendLog, Sendable {
         var breakAfterCommit = false
         /// The next append breaks before it commits.
         var breakBeforeCommit = false
+        /// The database answers the next append with an error (its transaction rolled back).
+        var refuseNext = false
         /// A terminated server process is still listed this many times before it is gone.
         var lingering = 0
         /// A terminated server process is still listed while this holds.
@@ -41,6 +43,10 @@ final class FakeAppendLog: ClusterAppendLog, Sendable {
 
     func append(_ batch: [ClusterState.Queued], as tag: String) throws {
         try contents.withLock { contents in
+            if contents.refuseNext {
+                contents.refuseNext = false
+                throw PGError(description: "canceling statement due to lock timeout (fake)", connectionLost: false)
+            }
             if contents.breakBeforeCommit {
                 contents.breakBeforeCommit = false
                 throw PGError(description: "connection lost before the commit (fake)", connectionLost: true)
