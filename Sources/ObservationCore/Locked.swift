@@ -20,13 +20,13 @@ public final class Locked<State: Sendable>: Sendable {
         @usableFromInline nonisolated(unsafe) var state: State  // guarded by `lock`
     #else
         // Inlinable from other modules, so that their `withLock` calls are specialized for their
-        // state: unspecialized, every call looked up `Mutex<State>`'s metadata (7 % of a fan-out).
+        // state: unspecialized, every call looked up `Mutex<State>`'s metadata (BENCHMARKS.md, "Figures behind the code").
         @usableFromInline let mutex: Mutex<State>
     #endif
 
     // Inlinable, so that a `Locked` made in another module is made there for its state:
     // unspecialized, every `Mutex(state)` looked up `Mutex<State>`'s metadata in the runtime's
-    // cache (two per deferred answer, 1.9k instructions of a durable PUT).
+    // cache (a durable PUT makes several: BENCHMARKS.md, "Figures behind the code").
     @inlinable
     public init(_ state: State) {
         #if OBS_TSAN

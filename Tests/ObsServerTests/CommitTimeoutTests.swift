@@ -7,7 +7,7 @@ import Testing
 
 @Suite("Durability: a write that cannot be made durable is answered in bounded time and undone")
 struct CommitTimeoutTests {
-    @Test("past --commit-timeout the held writes get 503, nothing of them remains, and writes come back")
+    @Test("past --commit-timeout the waiting writes get 503, nothing of them remains, and writes come back")
     func rollsBack() throws {
         let directory = try TemporaryDirectory()
         let server = try TestServer {

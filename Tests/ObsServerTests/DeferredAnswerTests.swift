@@ -3,32 +3,32 @@ import Testing
 
 @testable import ObsServer
 
-/// A deferred answer without a daemon: `hold` as the daemon parks, `resolve` as whoever knows.
+/// A deferred answer without a daemon: `takeOrPark` as the daemon parks, `resolve` as whoever knows.
 @Suite("DeferredAnswer: an answer known later than its request")
 struct DeferredAnswerTests {
-    @Test("resolved before it is held: hold hands the answer over and parks nothing")
-    func resolveBeforeHold() throws {
+    @Test("resolved before it is parked: takeOrPark hands the answer over and parks nothing")
+    func resolveBeforePark() throws {
         let answer = DeferredAnswer()
         answer.resolve(with: reply(204))
         let parks = Counter()
         let releases = Counter()
-        let held = answer.hold(
-            park: {
+        let taken = answer.takeOrPark(
+            suspend: {
                 parks.add(); return true
             }, connection: releases)
-        #expect(status(held ?? nil) == 204)
+        #expect(status(taken) == 204)
         #expect(parks.value == 0 && releases.value == 0)
-        #expect(answer.take() == nil, "taken by hold")
+        #expect(answer.take() == nil, "taken by takeOrPark")
     }
 
-    @Test("held, then resolved: parked once under hold, resumed once, then take has the answer")
-    func holdThenResolve() throws {
+    @Test("parked, then resolved: suspended once under takeOrPark, resumed once, then take has the answer")
+    func parkThenResolve() throws {
         let answer = DeferredAnswer()
         let parks = Counter()
         let releases = Counter()
         #expect(
-            answer.hold(
-                park: {
+            answer.takeOrPark(
+                suspend: {
                     parks.add(); return true
                 }, connection: releases) == nil)
         #expect(parks.value == 1 && releases.value == 0)
@@ -42,7 +42,7 @@ struct DeferredAnswerTests {
     @Test("a producer runs when the answer is taken (on the daemon's worker), not when it is resolved")
     func producerRunsAtTake() {
         let answer = DeferredAnswer()
-        _ = answer.hold(park: { true }, connection: Counter())
+        _ = answer.takeOrPark(suspend: { true }, connection: Counter())
         let runs = Counter()
         answer.resolve {
             runs.add()
@@ -53,30 +53,33 @@ struct DeferredAnswerTests {
     }
 
     @Test("a second resolve is ignored, parked or not", arguments: [true, false])
-    func secondResolveIgnored(held: Bool) throws {
+    func secondResolveIgnored(parked: Bool) throws {
         let answer = DeferredAnswer()
         let releases = Counter()
-        if held { _ = answer.hold(park: { true }, connection: releases) }
+        if parked { _ = answer.takeOrPark(suspend: { true }, connection: releases) }
         answer.resolve(with: reply(200))
         answer.resolve(with: reply(500))
-        #expect(releases.value == (held ? 1 : 0))
-        let taken = held ? answer.take() : answer.hold(park: { true }, connection: Counter()) ?? nil
+        #expect(releases.value == (parked ? 1 : 0))
+        let taken = parked ? answer.take() : answer.takeOrPark(suspend: { true }, connection: Counter())
         #expect(status(taken) == 200, "the first answer wins")
     }
 
-    @Test("an answer of none closes the connection unanswered", arguments: [true, false])
-    func noAnswer(produced: Bool) throws {
+    @Test("an answer of .close closes the connection unanswered", arguments: [true, false])
+    func closeAnswer(produced: Bool) throws {
         let answer = DeferredAnswer()
-        _ = answer.hold(park: { true }, connection: Counter())
-        if produced { answer.resolve { nil } } else { answer.resolve(with: nil) }
-        #expect(answer.take() == nil)
+        _ = answer.takeOrPark(suspend: { true }, connection: Counter())
+        if produced { answer.resolve { .close } } else { answer.resolve(with: .close) }
+        guard case .close? = answer.take() else {
+            Issue.record("the answer taken must be .close")
+            return
+        }
     }
 
     @Test("a park the daemon refuses (it is stopping) closes unanswered, and the answer is dropped")
     func refusedPark() {
         let answer = DeferredAnswer()
         let resumes = Counter()
-        guard case .some(nil) = answer.hold(park: { false }, connection: resumes) else {
+        guard case .close? = answer.takeOrPark(suspend: { false }, connection: resumes) else {
             Issue.record("a refused park must close the connection unanswered")
             return
         }

@@ -167,7 +167,7 @@ struct EventLogTests {
             #expect(record["by"] == (offset == 1 ? nil : .string("tab-\(offset)")))
             #expect(event.materialized.data == event.data, "encoded the same however it is read")
             // What the record keeps alive is the parsed value: a 24-byte slot per node at least.
-            let estimate = event.heldBytes - Event.overheadBytes
+            let estimate = event.footprint - Event.overheadBytes
             #expect(estimate >= event.data.count - 8, "text: \(estimate) for \(event.data.count) bytes")
             #expect(estimate >= 24 * nodes(values[offset].1), "tree: \(estimate) for \(nodes(values[offset].1)) nodes")
         }

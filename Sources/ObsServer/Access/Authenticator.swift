@@ -142,8 +142,8 @@ extension HTTPRequest {
 }
 
 /// What the secrets presented lately resolved to: a client presents the same secret on every
-/// request, and hashing it and looking it up each time was a third of a scoped PUT's
-/// instructions (callgrind, BENCHMARKS.md). A scoped token's or JWT's caller is reused while no
+/// request, and hashing it and looking it up each time was a large share of a scoped PUT
+/// (BENCHMARKS.md, "Figures behind the code"). A scoped token's or JWT's caller is reused while no
 /// token has changed since (`Store.credentialEpoch`: any token made, changed, revoked or expired
 /// moves it) and until it expires; an observer token's hash only (its observer may go). At most
 /// `capacity` entries; full, it starts over.

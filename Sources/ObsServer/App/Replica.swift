@@ -67,6 +67,6 @@ struct MemoryReplica: Replica {
     let store: Store
 
     func submit(_ command: Command, render: @escaping @Sendable (Outcome) -> HTTPResponse) throws(CoreError) -> Reply {
-        .now(render(try store.execute(command)))
+        .now(render(try store.submit(command).outcome))
     }
 }

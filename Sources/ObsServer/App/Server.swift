@@ -52,7 +52,7 @@ final class Server: Sendable {
                 idleQuiet: config.idleQuiet, lastRequest: { counters.lastRequest })
         }
         replica.store.onTimerChange { timer.reschedule() }
-        replica.store.holdDeliveries(AnswerFirst.hold)
+        replica.store.deferDeliveries(AnswerFirst.deferDeliveries)
         hub.polls.onEarlierDeadline { timer.reschedule() }
         hub.onEarlierExpiry { timer.reschedule() }
         replica.store.onTokensEnded { hub.revoke($0) }
@@ -66,11 +66,9 @@ final class Server: Sendable {
         .register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
         let router = builder.build(logger: logger) { request, _ in .now(try staticFiles.serve(request)) }
-        // In order: figures first (they see every answer), CORS before the token check
+        // In order: activity first (it counts every request), CORS before the token check
         // (preflights carry none), the token before the read barrier (a refusal waits for nothing).
-        var middleware: [any Middleware] = [
-            ActivityMiddleware(counters: counters), MetricsMiddleware(metrics: metrics),
-        ]
+        var middleware: [any Middleware] = [ActivityMiddleware(counters: counters)]
         if let cors = config.cors { middleware.append(CORSMiddleware(policy: cors)) }
         middleware.append(
             AuthMiddleware(
@@ -87,7 +85,9 @@ final class Server: Sendable {
         options.connectionTimeout = config.connectionTimeout
         options.connectionMemoryLimit = config.connectionMemory
         options.peerTimeout = .seconds(config.peerTimeout)
-        self.daemon = try HTTPDaemon(options: options, chain: MiddlewareChain(middleware, router: router))
+        self.daemon = try HTTPDaemon(
+            options: options,
+            chain: MiddlewareChain(middleware, observers: [MetricsObserver(metrics: metrics)], router: router))
         self.config = config
         self.replica = replica
         self.router = router

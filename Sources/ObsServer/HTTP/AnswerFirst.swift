@@ -3,7 +3,7 @@ import ObservationCore
 
 /// Sends a writer's answer before the fan-out its write causes: the deliveries a command makes
 /// while a request is handled on a worker thread (the wakes of the parked streams it reached,
-/// each a direct write to a socket) are held by the request, and made once libmicrohttpd has
+/// each a direct write to a socket) are deferred by the request, and made once libmicrohttpd has
 /// written its answer (the request's completion). Their events are in the logs already, so a
 /// read or a stream that comes meanwhile sees them; only the wake-ups wait, by one answer.
 /// Only a small answer to a peer that reads is waited for (`HTTPDaemon.finish`): anything that
@@ -14,13 +14,13 @@ import ObservationCore
 /// cleared around the middleware chain; a worker handles one request at a time).
 enum AnswerFirst {
     /// The largest answer, and the most bytes already waiting unread on its socket, with which
-    /// a request holds its deliveries: below both, the answer is written in the same turn of
-    /// libmicrohttpd's loop (a socket's send buffer starts at 16 KiB), so the hold is short.
-    static let maxHeldAnswerBytes = 4096
+    /// a request defers its deliveries: below both, the answer is written in the same turn of
+    /// libmicrohttpd's loop (a socket's send buffer starts at 16 KiB), so the delay is short.
+    static let maxDeferringAnswerBytes = 4096
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
-        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key for held deliveries")
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key for deferred deliveries")
         return key
     }()
 
@@ -31,11 +31,11 @@ enum AnswerFirst {
         return body()
     }
 
-    /// The store's holder (`Store.holdDeliveries`): takes deliveries made while a request is
+    /// The store's deferral (`Store.deferDeliveries`): takes deliveries made while a request is
     /// handled on this thread; false (make them at once) on any other thread.
-    static func hold(_ deliveries: OutboxDeliveries) -> Bool {
+    static func deferDeliveries(_ deliveries: OutboxDeliveries) -> Bool {
         guard let pointer = pthread_getspecific(key) else { return false }
-        Unmanaged<PendingRequest>.fromOpaque(pointer).takeUnretainedValue().hold(deliveries)
+        Unmanaged<PendingRequest>.fromOpaque(pointer).takeUnretainedValue().deferDeliveries(deliveries)
         return true
     }
 }

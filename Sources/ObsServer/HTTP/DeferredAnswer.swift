@@ -1,11 +1,5 @@
 import ObservationCore
 
-#if OBS_TSAN
-    import Foundation
-#else
-    import Synchronization
-#endif
-
 /// An answer known later than its request: a durable write's, once its commit is made (or
 /// rolled back); a cluster write's, once its command has come back from the shared log and
 /// been applied; a cluster read's, once the node has caught up; a poll's, once an event came.
@@ -14,15 +8,15 @@ import ObservationCore
 /// answer; they call `resolve` exactly once (later calls are ignored). The daemon parks the
 /// connection until then. A producer given to `resolve` runs on one of the daemon's worker
 /// threads once the connection is resumed, so whoever resolves does no HTTP work (the tailer
-/// only hands over an outcome). A nil answer closes the connection unanswered (whether the
-/// change took effect is not known: shutdown).
+/// only hands over an outcome). An answer of `.close` closes the connection unanswered
+/// (whether the change took effect is not known: shutdown; or the client hung up).
 ///
 /// An answer that waits on the client's behalf (a poll) asks to hear if the client hangs up
 /// meanwhile (`onHangup`): the daemon then watches the parked connection's socket.
 ///
-/// Thread-safety: one lock; the parked connection's `resume` is called after it.
+/// Thread-safety: one lock (`state`); the parked connection's `resume` is called after it.
 final class DeferredAnswer: Sendable {
-    typealias Producer = @Sendable () -> Reply?
+    typealias Producer = @Sendable () -> Reply
 
     /// A closure in a struct, so that `Locked` holds it in its concrete representation (see
     /// `Store.journalHandler`).
@@ -32,7 +26,7 @@ final class DeferredAnswer: Sendable {
 
     /// The answer once known: made already, or made by the daemon's worker when it is taken.
     private enum Answer: Sendable {
-        case made(Reply?)
+        case made(Reply)
         case produced(by: Producer)
     }
 
@@ -48,36 +42,18 @@ final class DeferredAnswer: Sendable {
         var hangup: Box?
     }
 
-    // The lock inline, not a `Locked` (a generic class): an answer is made for every durable
-    // write, and a `Locked`'s deinit looked up `Mutex<State>`'s metadata in the runtime's
-    // cache each time (650 instructions). Under ThreadSanitizer, a lock it can see (`Locked`).
-    #if OBS_TSAN
-        private let lock = NSLock()
-        private nonisolated(unsafe) var unsafeState = State()  // guarded by `lock`
-
-        private func withState<T>(_ body: (inout State) -> T) -> T {
-            lock.lock()
-            defer { lock.unlock() }
-            return body(&unsafeState)
-        }
-    #else
-        private let mutex = Mutex(State())
-
-        private func withState<T>(_ body: (inout State) -> T) -> T {
-            mutex.withLock { state in body(&state) }
-        }
-    #endif
+    private let state = Locked(State())
 
     init() {}
 
     /// Asks the daemon to run `handler` (once, on another thread) if the client hangs up while
     /// the connection is parked for this answer. Set it before the handler returns the answer.
     func onHangup(_ handler: @escaping @Sendable () -> Void) {
-        withState { $0.hangup = Box(call: handler) }
+        state.withLock { $0.hangup = Box(call: handler) }
     }
 
     /// What to run when the client hangs up while parked (nil: nothing: the daemon does not watch).
-    var hangupHandler: (@Sendable () -> Void)? { withState { $0.hangup }?.call }
+    var hangupHandler: (@Sendable () -> Void)? { state.withLock { $0.hangup }?.call }
 
     /// Provides the answer, made by `produce` on the daemon's worker (first call only); resumes
     /// the connection if it is parked.
@@ -85,13 +61,13 @@ final class DeferredAnswer: Sendable {
         settle(.produced(by: produce))
     }
 
-    /// Provides the answer as it is (nil: close unanswered).
-    func resolve(with reply: Reply?) {
+    /// Provides the answer as it is (`.close`: close unanswered).
+    func resolve(with reply: Reply) {
         settle(.made(reply))
     }
 
     private func settle(_ answer: Answer) {
-        let parked = withState { state -> (any ParkedConnection)? in
+        let parked = state.withLock { state -> (any ParkedConnection)? in
             switch state.phase {
             case .waiting:
                 state.phase = .ready(answer)
@@ -106,17 +82,17 @@ final class DeferredAnswer: Sendable {
         parked?.resume()
     }
 
-    /// The daemon's side: the answer when it is known already (send it now, `.some`); else
-    /// nil, having called `park` (suspend the connection) under the lock, so that
-    /// `connection.resume()` (then `take`) can only come after it. A `park` that refuses (the
-    /// daemon is stopping) gets none (`.some(nil)`: close unanswered), and the answer is dropped.
-    func hold(park: () -> Bool, connection: any ParkedConnection) -> Reply?? {
-        let answer = withState { state -> Answer? in
+    /// The daemon's side: the answer when it is known already (send it now); else nil, having
+    /// called `suspend` (park the connection) under the lock, so that `connection.resume()`
+    /// (then `take`) can only come after it. A `suspend` that refuses (the daemon is stopping)
+    /// gets `.close` (close unanswered), and the answer is dropped.
+    func takeOrPark(suspend: () -> Bool, connection: any ParkedConnection) -> Reply? {
+        let answer = state.withLock { state -> Answer? in
             switch state.phase {
             case .waiting:
-                guard park() else {
+                guard suspend() else {
                     state.phase = .taken
-                    return .made(nil)
+                    return .made(.close)
                 }
                 state.phase = .parked(connection)
                 return nil
@@ -124,23 +100,24 @@ final class DeferredAnswer: Sendable {
                 state.phase = .taken
                 return answer
             case .parked, .taken:
-                preconditionFailure("a deferred answer is held once")
+                preconditionFailure("a deferred answer is parked once")
             }
         }
         return answer.map(Self.make)
     }
 
-    /// The answer, after `release` (nil: close unanswered; never unresolved, by the protocol).
+    /// The answer, once the parked connection was resumed (nil: not known yet; never so after
+    /// a resume, by the protocol).
     func take() -> Reply? {
-        let answer = withState { state -> Answer? in
+        let answer = state.withLock { state -> Answer? in
             guard case .ready(let answer) = state.phase else { return nil }
             state.phase = .taken
             return answer
         }
-        return answer.flatMap(Self.make)
+        return answer.map(Self.make)
     }
 
-    private static func make(_ answer: Answer) -> Reply? {
+    private static func make(_ answer: Answer) -> Reply {
         switch answer {
         case .made(let reply): reply
         case .produced(let produce): produce()

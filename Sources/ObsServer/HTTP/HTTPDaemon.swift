@@ -46,10 +46,10 @@ final class HTTPDaemon: Sendable {
     /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
     /// when stopped with suspended connections).
     let streams = Locked(OpenStreams())
-    /// Requests whose answer was deferred, until libmicrohttpd reports them complete (answer
-    /// sent, or connection gone): `stop()` waits for them, so an answer queued just before the
-    /// stop is sent, not cut off by it.
-    private let held = Locked(0)
+    /// Requests whose answer was deferred, counted until libmicrohttpd reports them complete
+    /// (answer sent, or connection gone): `stop()` waits for them, so an answer queued just
+    /// before the stop is sent, not cut off by it.
+    private let answersInFlight = Locked(0)
     /// Deferred answers whose connections are parked (`stop()` gives up on those left), and
     /// whether the daemon is stopping (then nothing parks any more).
     private let parked = Locked<(answers: [ObjectIdentifier: DeferredAnswer], stopping: Bool)>(([:], false))
@@ -122,8 +122,8 @@ final class HTTPDaemon: Sendable {
         }
         for stream in open { stream.stop() }
         let streamsOpen = { !self.streams.withLock { $0.open.isEmpty } }
-        let answersHeld = { self.held.withLock { $0 > 0 } }
-        Self.wait(for: grace) { streamsOpen() || answersHeld() }
+        let answersPending = { self.answersInFlight.withLock { $0 > 0 } }
+        Self.wait(for: grace) { streamsOpen() || answersPending() }
         // A stream whose client stopped reading may still wait, parked, for room to write:
         // libmicrohttpd must not be stopped with parked connections.
         for stream in streams.withLock({ Array($0.open.values) }) { stream.abort() }
@@ -131,11 +131,13 @@ final class HTTPDaemon: Sendable {
         // From now on nothing parks; what is parked is given up on (closed unanswered), and
         // whatever parked while it was looked at is given up on at the next look.
         parked.withLock { $0.stopping = true }
-        let giveUp = { for answer in self.parked.withLock({ Array($0.answers.values) }) { answer.resolve(with: nil) } }
+        let giveUp = {
+            for answer in self.parked.withLock({ Array($0.answers.values) }) { answer.resolve(with: .close) }
+        }
         giveUp()
         Self.wait(for: .seconds(2)) {
             giveUp()
-            return answersHeld()
+            return answersPending()
         }
         MHD_stop_daemon(handle.pointer)
         watcher.stop()
@@ -196,7 +198,7 @@ final class HTTPDaemon: Sendable {
     private static let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
         guard let requestContext, let pointer = requestContext.pointee else { return }
         let pending = Unmanaged<PendingRequest>.fromOpaque(pointer).takeRetainedValue()
-        pending.makeHeldDeliveries()  // its answer is written (or the connection is gone)
+        pending.makeDeferredDeliveries()  // its answer is written (or the connection is gone)
         if let context {
             let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
             daemon.unwatch(pending)
@@ -204,7 +206,7 @@ final class HTTPDaemon: Sendable {
             if case .parked(let deferred) = pending.phase {
                 daemon.parked.withLock { $0.answers[ObjectIdentifier(deferred)] = nil }
             }
-            if pending.countedHeld { daemon.held.withLock { $0 -= 1 } }
+            if pending.countedInFlight { daemon.answersInFlight.withLock { $0 -= 1 } }
         }
         requestContext.pointee = nil
     }
@@ -235,32 +237,32 @@ final class HTTPDaemon: Sendable {
             pending.phase = .reading
             parked.withLock { $0.answers[ObjectIdentifier(deferred)] = nil }
             unwatch(pending)
-            return send(deferred.take(), pending, connection)
+            return send(deferred.take() ?? .close, pending, connection)
         }
         let reply = AnswerFirst.handling(pending) { chain.respond(pending.takeRequest(), pending) }
         let result = send(reply, pending, connection)
         // A small answer to a peer that reads goes before the fan-out: libmicrohttpd writes it in
-        // this turn of its loop and completes the request (which makes the held deliveries). A
+        // this turn of its loop and completes the request (which makes the deferred deliveries). A
         // stream or a parked answer has nothing to go before; a large answer, or one to a peer
         // with bytes piling up unread, might not complete soon, and its deliveries would wait
         // with it (and, the logs waiting for one wake, everyone else's).
-        guard case .now(let answer) = reply, result == .YES, pending.heldDeliveries != nil,
-            answer.body.count <= AnswerFirst.maxHeldAnswerBytes,
-            (0...AnswerFirst.maxHeldAnswerBytes).contains(Int(cmhd_connection_unsent_bytes(connection)))
+        guard case .now(let answer) = reply, result == .YES, pending.deferredDeliveries != nil,
+            answer.body.count <= AnswerFirst.maxDeferringAnswerBytes,
+            (0...AnswerFirst.maxDeferringAnswerBytes).contains(Int(cmhd_connection_unsent_bytes(connection)))
         else {
-            pending.makeHeldDeliveries()
+            pending.makeDeferredDeliveries()
             return result
         }
         return result
     }
 
-    /// Sends a reply (nil: closes the connection unanswered).
-    private func send(_ reply: Reply?, _ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
+    /// Sends a reply (`.close`: closes the connection unanswered).
+    private func send(_ reply: Reply, _ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
         switch reply {
         case .now(let answer): answered(pending, answer, connection)
         case .stream(let head, let body): queueStream(body, head, pending, connection) ? .YES : .NO
         case .later(let deferred): park(pending, connection, until: deferred)
-        case nil: .NO
+        case .close: .NO
         }
     }
 
@@ -272,15 +274,15 @@ final class HTTPDaemon: Sendable {
     {
         pending.phase = .parked(deferred)
         pending.connection = ConnectionHandle(pointer: connection)
-        let ready = deferred.hold(
-            park: {
+        let ready = deferred.takeOrPark(
+            suspend: {
                 let parks = parked.withLock { parked in
                     guard !parked.stopping else { return false }
                     parked.answers[ObjectIdentifier(deferred)] = deferred
                     return true
                 }
                 guard parks else { return false }
-                countHeld(pending)
+                countInFlight(pending)
                 MHD_suspend_connection(connection)
                 return true
             }, connection: pending)
@@ -299,12 +301,12 @@ final class HTTPDaemon: Sendable {
         return send(ready, pending, connection)
     }
 
-    /// Counts a request as held (once, however often its answer is deferred again) until
-    /// libmicrohttpd reports it complete.
-    private func countHeld(_ pending: PendingRequest) {
-        guard !pending.countedHeld else { return }
-        pending.countedHeld = true
-        held.withLock { $0 += 1 }
+    /// Counts a request's deferred answer as in flight (once, however often it is deferred
+    /// again) until libmicrohttpd reports the request complete.
+    private func countInFlight(_ pending: PendingRequest) {
+        guard !pending.countedInFlight else { return }
+        pending.countedInFlight = true
+        answersInFlight.withLock { $0 += 1 }
     }
 
     /// Stops watching a parked answer's socket for hang-up (before libmicrohttpd may close it).

@@ -22,16 +22,16 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     let framing: StreamConnection.Framing
     // Unchecked exclusivity (here and below): libmicrohttpd hands a request to one callback at
     // a time, and these are changed in place on every request (the body appended, all three
-    // moved out; the route and headers set through `RequestContext`): the run-time checks cost
-    // about 200 instructions a request.
+    // moved out; the route and headers set through `RequestContext`): the run-time checks were
+    // a measurable share of a request (BENCHMARKS.md, "Figures behind the code").
     @exclusivity(unchecked) var headers = HTTPHeaders()
     /// Query arguments as libmicrohttpd hands them over (still percent-encoded).
     @exclusivity(unchecked) var query: [String: String] = [:]
     @exclusivity(unchecked) var body: [UInt8] = []
     @exclusivity(unchecked) var phase = Phase.reading
     @exclusivity(unchecked) var rejection: APIError?
-    /// Counted in the daemon's `held` (its answer waited), until it completes.
-    var countedHeld = false
+    /// Counted in the daemon's `answersInFlight` (its answer was deferred), until it completes.
+    var countedInFlight = false
     @exclusivity(unchecked) var route = RouteLabel.unrouted
     @exclusivity(unchecked) var answerHeaders: [(name: String, value: String)] = []
     @exclusivity(unchecked) var caller = Caller.nobody
@@ -39,9 +39,9 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     var requestID = ""
     /// What the request's command left to do once its answer is sent (`AnswerFirst`); a request
     /// that issues more than one command (a poll that opens and closes its stream) keeps the
-    /// rest in `moreDeliveries`.
-    @exclusivity(unchecked) var heldDeliveries: OutboxDeliveries?
-    @exclusivity(unchecked) var moreDeliveries: [OutboxDeliveries] = []
+    /// rest in `moreDeferredDeliveries`.
+    @exclusivity(unchecked) var deferredDeliveries: OutboxDeliveries?
+    @exclusivity(unchecked) var moreDeferredDeliveries: [OutboxDeliveries] = []
     /// The connection, while it is parked for a deferred answer (which resumes it).
     var connection: ConnectionHandle?
     /// The hang-up watcher's token for the socket, while a parked answer asks for it.
@@ -54,19 +54,23 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
         self.framing = framing
     }
 
-    /// Makes the deliveries held for the answer (once: the list is emptied).
-    func makeHeldDeliveries() {
-        guard let first = heldDeliveries else { return }
-        heldDeliveries = nil
+    /// Makes the deliveries deferred until the answer (once: the list is emptied).
+    func makeDeferredDeliveries() {
+        guard let first = deferredDeliveries else { return }
+        deferredDeliveries = nil
         first.make()
-        guard !moreDeliveries.isEmpty else { return }
-        for deliveries in moreDeliveries { deliveries.make() }
-        moreDeliveries.removeAll()
+        guard !moreDeferredDeliveries.isEmpty else { return }
+        for deliveries in moreDeferredDeliveries { deliveries.make() }
+        moreDeferredDeliveries.removeAll()
     }
 
-    /// Holds a command's deliveries until the answer is sent.
-    func hold(_ deliveries: OutboxDeliveries) {
-        if heldDeliveries == nil { heldDeliveries = deliveries } else { moreDeliveries.append(deliveries) }
+    /// Defers a command's deliveries until the answer is sent.
+    func deferDeliveries(_ deliveries: OutboxDeliveries) {
+        if deferredDeliveries == nil {
+            deferredDeliveries = deliveries
+        } else {
+            moreDeferredDeliveries.append(deliveries)
+        }
     }
 
     /// The request as the handlers see it, its headers, query and body moved into it (not

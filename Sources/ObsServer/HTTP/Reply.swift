@@ -9,14 +9,17 @@ import ObservationCore
 /// - `later`: the answer is not known yet (a write waiting to be durable or to come back from
 ///   the cluster's log, a read waiting for the node to catch up, a poll waiting for an event).
 ///   The daemon parks the connection until the `DeferredAnswer` is resolved, with a reply of
-///   its own (which may be `later` again) or with none (close unanswered). Whoever makes one
-///   resolves it in bounded time: a durable write within `--commit-timeout` (the committer),
-///   a cluster write and a cluster read too (`ClusterShared.expire`, `ClusterReplica.barrier`),
-///   a poll at the end of its `wait` (the timer thread), and every one at shutdown.
+///   its own (which may be `later` again). Whoever makes one resolves it in bounded time: a
+///   durable write within `--commit-timeout` (the committer), a cluster write and a cluster
+///   read too (`ClusterShared.expire`, `ClusterReplica.barrier`), a poll at the end of its
+///   `wait` (the timer thread), and every one at shutdown.
+/// - `close`: no answer: the connection closes unanswered (a deferred answer given up at
+///   shutdown, whose change may or may not have taken effect; a waiting poll whose client hung up).
 enum Reply: Sendable {
     case now(HTTPResponse)
     case stream(HTTPResponse, any StreamBody)
     case later(DeferredAnswer)
+    case close
 
     /// A JSON answer whose body `write` produces.
     static func json(status: Int = 200, _ write: (inout JSONWriter) -> Void) -> Reply {

@@ -107,28 +107,35 @@ final class SocketWatcher: Sendable {
     /// Runs `handler` (once, on the watcher's thread) when `socket` is ready: its peer went
     /// away (`.hangup`), or it has room to write (`.writable`, or it failed). Returns the
     /// token to unwatch with, or nil when the socket could not be watched.
+    ///
+    /// The handler is in the table before the socket is in the epoll set (so a readiness
+    /// reported at once finds it), and `epoll_ctl` runs after the lock: the lock guards the
+    /// table only. A token is new for each call, and a socket is watched and unwatched by its
+    /// owner in turn (never both at once), so no other call can reach this socket meanwhile.
     func watch(_ socket: Int32, handler: @escaping @Sendable () -> Void) -> UInt64? {
-        state.withLock { state in
-            let token = state.nextToken
-            let added =
-                readiness == .hangup
-                ? clinux_epoll_watch_hangup(epoll, socket, token) : clinux_epoll_watch_writable(epoll, socket, token)
-            guard added == 0 else {
-                logger.debug("cannot watch a stream socket: \(String(cString: strerror(errno)))")
-                return nil
-            }
-            state.nextToken += 1
-            state.handlers[token] = handler
-            return token
+        let token = state.withLock { state in
+            defer { state.nextToken += 1 }
+            state.handlers[state.nextToken] = handler
+            return state.nextToken
         }
+        let added =
+            readiness == .hangup
+            ? clinux_epoll_watch_hangup(epoll, socket, token) : clinux_epoll_watch_writable(epoll, socket, token)
+        guard added == 0 else {
+            let reason = String(cString: strerror(errno))
+            state.withLock { _ = $0.handlers.removeValue(forKey: token) }
+            logger.debug("cannot watch a stream socket: \(reason)")
+            return nil
+        }
+        return token
     }
 
-    /// Stops watching `socket` (call before it is closed).
+    /// Stops watching `socket` (call before it is closed: the socket leaves the epoll set
+    /// before this returns). Its handler leaves the table first, so a readiness reported
+    /// meanwhile runs nothing.
     func unwatch(_ socket: Int32, token: UInt64) {
-        state.withLock { state in
-            state.handlers[token] = nil
-            _ = clinux_epoll_unwatch(epoll, socket)
-        }
+        state.withLock { _ = $0.handlers.removeValue(forKey: token) }
+        _ = clinux_epoll_unwatch(epoll, socket)
     }
 
     private func run() {

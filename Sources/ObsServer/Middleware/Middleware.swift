@@ -9,20 +9,19 @@ protocol Middleware: Sendable {
     func handle(_ request: HTTPRequest, _ context: any RequestContext, next: @escaping Responder) -> Reply
 }
 
-/// A middleware that is told of every answer as it is sent, however late: its status.
+/// Told of every answer as it is sent, however late: its status (not a step of the chain).
 protocol AnswerObserver: Sendable {
     func answered(_ status: Int, _ context: any RequestContext)
 }
 
 /// The middleware in order, then the router, frozen into one responder when the server is
-/// built (each step's `next` is made once here, not per request).
+/// built (each step's `next` is made once here, not per request); and those told of answers.
 struct MiddlewareChain: Sendable {
     let respond: Responder
-    /// The middleware that observes answers (most do not: they are not called for them).
     private let observers: [any AnswerObserver]
 
-    init(_ middleware: [any Middleware], router: Router) {
-        observers = middleware.compactMap { $0 as? any AnswerObserver }
+    init(_ middleware: [any Middleware], observers: [any AnswerObserver] = [], router: Router) {
+        self.observers = observers
         var next: Responder = { request, context in
             // A request the daemon refused (its body is over the limit) is answered with that,
             // after the middleware in front (CORS headers, the request's figures).
@@ -36,7 +35,7 @@ struct MiddlewareChain: Sendable {
         respond = next
     }
 
-    /// Tells the middleware that observes answers of one as it is sent.
+    /// Tells the answer observers of one as it is sent.
     func answered(_ status: Int, _ context: any RequestContext) {
         for observer in observers { observer.answered(status, context) }
     }

@@ -1,6 +1,6 @@
 import ObservationCore
 
-/// Holds answers back until the changes they report are durable.
+/// Keeps answers waiting until the changes they report are durable.
 ///
 /// A write's answer comes with a ticket (the journal position it reports, `Store.submit`);
 /// the committer opens the gate up to each position it made durable, or refuses the positions
@@ -35,7 +35,7 @@ final class CommitGate: Sendable {
 
     /// `response` now when `ticket` is durable (or its refusal, when it was rolled back);
     /// else later, once it is (at shutdown the daemon gives up on answers still waiting).
-    func hold(_ response: HTTPResponse, until ticket: Int) -> Reply {
+    func reply(_ response: HTTPResponse, whenDurable ticket: Int) -> Reply {
         state.withLock { state in
             // Refused first: a late answer of an undone write stays refused after later commits.
             if let refused = state.refused.last(where: { $0.positions.contains(ticket) }) {

@@ -6,14 +6,15 @@ import ObservationCore
 /// Writes the store's commands to the data directory in group commits, on its own thread.
 ///
 /// Each round takes the commands applied since the last one (under the store's lock),
-/// encodes and appends them in one SQLite transaction, then opens the gate for the answers
-/// waiting on them and lets streams send the events they made. Every `checkpointEvery`
+/// encodes and appends them in one SQLite transaction, then lets streams send the events they
+/// made (publishes them and wakes their logs: parked streams write on this thread), then opens
+/// the gate for the answers waiting on them. Every `checkpointEvery`
 /// commands (and at stop) a round is a checkpoint instead: the entities changed since the
 /// last one (copy-on-write copies, encoded after the lock), and the commands they cover deleted.
 /// A round starts as soon as the last one ends: the changes made while one round writes
 /// and syncs form the next batch, so the more load, the bigger the batch, and a lone
-/// write never waits for company. (Waiting for a quiet moment to gather bigger batches
-/// was measured: 20–30 % fewer writes per second with 64 clients.) Idle, the thread
+/// write never waits for company (waiting for a quiet moment to gather bigger batches gave
+/// fewer writes per second: BENCHMARKS.md, "Figures behind the code"). Idle, the thread
 /// sleeps on a semaphore the store signals.
 ///
 /// A failed write (disk full, I/O error) is retried with back-off, merged with whatever
@@ -127,6 +128,8 @@ final class Committer: Sendable {
             }
             // Writes are accepted again before the first answer of the recovering commit goes out.
             if outage.recovered(logger: logger) { store.acceptWrites() }
+            // The fan-out before the answers: the other order cut writers' latency but raised W2's
+            // delivery p99 (BENCHMARKS.md, "Issue 42: durable answers and the fan-out").
             store.publish(work)
             gate.open(through: work.sequence)
             pending = nil

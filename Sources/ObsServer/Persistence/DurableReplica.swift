@@ -10,7 +10,7 @@ struct DurableReplica: Replica {
         let executed = try store.submit(command)
         let response = render(executed.outcome)
         guard let ticket = executed.ticket else { return .now(response) }
-        return committer.gate.hold(response, until: ticket)
+        return committer.gate.reply(response, whenDurable: ticket)
     }
 
     var metrics: [(name: String, type: String, help: String, value: String)] {

@@ -75,7 +75,7 @@ struct EventPoll: Sendable {
         case upToDate(cursor: Int)
     }
 
-    /// The most bytes of events (`Event.heldBytes`) one answer holds, once it holds one.
+    /// The most bytes of events (`Event.footprint`) one answer holds, once it holds one.
     static let maxBytes = 1 << 20
 
     let log: EventLog

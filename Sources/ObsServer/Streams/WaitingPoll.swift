@@ -104,7 +104,7 @@ final class WaitingPoll: Sendable {
                 with: .now(
                     APIError(ClusterNode.unavailable("the node is not connected to the cluster's database now"))
                         .response))
-        case .hangup: answer.resolve(with: nil)
+        case .hangup: answer.resolve(with: .close)
         case .revoked(let event): answer.resolve { [produceRevoked] in produceRevoked(event) }
         }
     }

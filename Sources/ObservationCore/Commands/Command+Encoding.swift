@@ -334,11 +334,6 @@ private struct Fields {
         return value
     }
 
-    func optionalObject(_ name: String) throws(CommandDecodingError) -> JSONObject? {
-        guard members[name] != nil else { return nil }
-        return try object(name)
-    }
-
     func array(_ name: String) throws(CommandDecodingError) -> [JSON] {
         guard case .array(let value)? = members[name] else { throw missing(name, "an array") }
         return value

@@ -91,7 +91,7 @@ final class Outbox: Sendable {
 
 /// What performing a batch of effects left to do once no lock is held: barriers to hand over,
 /// logs to wake (their parked streams write to their sockets), the timer to tell. Made at
-/// once, or a little later by whoever holds them (a worker sends a writer's answer first).
+/// once, or a little later by whoever defers them (a worker sends a writer's answer first).
 public struct OutboxDeliveries: Sendable {
     fileprivate let wake: [EventLog]
     fileprivate let barriers: [EventLog.Barrier]
@@ -132,7 +132,7 @@ struct RevocationHook: Sendable {
 extension Array {
     /// Empties the array and keeps its storage, element by element from the end: for the few
     /// elements a batch holds, a fraction of `removeAll(keepingCapacity: true)`, which goes
-    /// through the generic `replaceSubrange` (about 600 instructions a call, measured in W1).
+    /// through the generic `replaceSubrange` (BENCHMARKS.md, "Figures behind the code").
     fileprivate mutating func emptyKeepingCapacity() {
         while popLast() != nil {}
     }

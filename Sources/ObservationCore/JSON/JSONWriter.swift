@@ -3,8 +3,8 @@
 /// Used on the hot path (every response, every change record, every journaled command), so
 /// it writes into a buffer of its own with plain copies (on the stack while the text fits in
 /// `stackBytes`, then on the heap, doubling), and `encode` makes the one array kept, of
-/// exactly the text's size: appending to a growing `[UInt8]` cost about 90 instructions per
-/// piece (uniqueness and capacity checks, a generic copy), and a record is a dozen pieces.
+/// exactly the text's size: appending to a growing `[UInt8]` cost uniqueness and capacity
+/// checks and a generic copy per piece (BENCHMARKS.md, "Figures behind the code"), and a record is a dozen pieces.
 /// Not copyable: the buffer belongs to the `encode` call that lends the writer out.
 public struct JSONWriter: ~Copyable {
     private var base: UnsafeMutableRawPointer

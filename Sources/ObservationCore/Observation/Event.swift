@@ -53,10 +53,10 @@ public struct Event: Sendable {
         return Event(id: id, name: name, data: record.encode(), revision: revision)
     }
 
-    /// The memory this event occupies while a log holds it: its data's storage (capacity, not
+    /// The memory this event occupies while a log buffers it: its data's storage (capacity, not
     /// count; for a deferred event, a bound on its parts and the text they encode to) and a
     /// fixed share for its slot, the storage header and the allocator.
-    public var heldBytes: Int {
+    public var footprint: Int {
         switch payload {
         case .encoded(let bytes): bytes.capacity + Self.overheadBytes
         case .deferred(let record): record.estimatedBytes + Self.overheadBytes

@@ -3,7 +3,7 @@
 ///
 /// Events get gapless ids 1, 2, 3, … in the order they are appended. The log keeps
 /// the newest of them within two budgets, a count (`capacity`) and bytes (`maxBytes`,
-/// counted as `Event.heldBytes`: what the event really occupies); the oldest leave
+/// counted as `Event.footprint`: what the event really occupies); the oldest leave
 /// first. The newest event always stays, even when it alone is over the byte budget.
 ///
 /// A stream whose next event leaves the buffer has fallen too far behind: the log
@@ -44,7 +44,7 @@ public final class EventLog: Sendable {
 
     private struct State: Sendable {
         var events = EventRing()
-        var heldBytes = 0
+        var bufferedBytes = 0
         var lastID = 0
         /// The last id streams may send: ids past it wait for their change to be durable.
         var visibleID = 0
@@ -85,8 +85,8 @@ public final class EventLog: Sendable {
 
         mutating func evict() {
             var evicted = false
-            while events.count > capacity || (heldBytes > maxBytes && events.count > 1) {
-                heldBytes -= events.removeFirst().heldBytes
+            while events.count > capacity || (bufferedBytes > maxBytes && events.count > 1) {
+                bufferedBytes -= events.removeFirst().footprint
                 evicted = true
             }
             guard evicted else { return }
@@ -129,7 +129,7 @@ public final class EventLog: Sendable {
             assert(event.id == state.lastID + 1, "event \(event.id) after \(state.lastID)")
             state.lastID = event.id
             state.events.append(event)
-            state.heldBytes += event.heldBytes
+            state.bufferedBytes += event.footprint
             state.evict()
             defer { state.batch = batch }
             return state.batch != batch
@@ -202,7 +202,7 @@ public final class EventLog: Sendable {
             state.closed = false
             let kept = min(state.visibleID, state.lastID)
             while state.lastID > kept, let event = state.events.removeLast() {
-                state.heldBytes -= event.heldBytes
+                state.bufferedBytes -= event.footprint
                 state.lastID -= 1
             }
             // Published ahead of the appends (never past what was made durable): not past them now.
@@ -324,8 +324,8 @@ public final class EventLog: Sendable {
             var (handed, bytes) = (cursor, 0)
             for id in cursor + 1...min(visible, cursor + limit) {
                 let event = state.events[id - state.oldestID]
-                if handed > cursor, bytes + event.heldBytes > maxBytes { break }
-                bytes += event.heldBytes
+                if handed > cursor, bytes + event.footprint > maxBytes { break }
+                bytes += event.footprint
                 take(event)
                 handed = id
             }
@@ -369,8 +369,8 @@ public final class EventLog: Sendable {
     /// The oldest id still held (lastID + 1 when empty).
     public var oldestID: Int { state.withLock { $0.oldestID } }
 
-    /// The events held, and the bytes they occupy (`Event.heldBytes`).
-    public var held: (events: Int, bytes: Int) { state.withLock { ($0.events.count, $0.heldBytes) } }
+    /// The events buffered, and the bytes they occupy (`Event.footprint`).
+    public var buffered: (events: Int, bytes: Int) { state.withLock { ($0.events.count, $0.bufferedBytes) } }
 
     /// Events buffered but not yet sent to the slowest stream (to any stream, while none is attached).
     public var backlog: Int {

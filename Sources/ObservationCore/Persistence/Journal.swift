@@ -61,16 +61,17 @@ struct Journal: Sendable {
         changed[kind, default: []].insert(id)
     }
 
-    /// Holds back a log's events up to `id` until the command that made them is durable.
-    mutating func hold(_ log: EventLog, through id: Int) {
+    /// Gates a log's events up to `id`: streams see them once the command that made them is
+    /// durable (the batch that takes them publishes them).
+    mutating func gate(_ log: EventLog, through id: Int) {
         guard enabled else { return }
         logs[ObjectIdentifier(log)] = (log, id)  // ids only grow
     }
 
-    /// The logs with held-back events, in no particular order.
-    var heldLogs: [(log: EventLog, through: Int)] { Array(logs.values) }
+    /// The logs with gated (unpublished) events, in no particular order.
+    var gatedLogs: [(log: EventLog, through: Int)] { Array(logs.values) }
 
-    /// Hands over the commands and held logs since the last take.
+    /// Hands over the commands and gated logs since the last take.
     mutating func takeCommands() -> (
         commands: [(position: Int, bytes: [UInt8])], logs: [(log: EventLog, through: Int)]
     ) {

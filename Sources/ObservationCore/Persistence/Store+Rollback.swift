@@ -28,7 +28,7 @@ extension Store {
             // store's lock is held), so that they can be taken out again.
             let deliveries = outbox.performQueued()
             var kept: [String: EventLog] = [:]
-            let undone = (failed?.logs ?? []) + state.journal.heldLogs
+            let undone = (failed?.logs ?? []) + state.journal.gatedLogs
             for (log, _) in undone where log !== state.adminLog { kept[log.label] = log }
             for id in state.observers.ids { kept[id] = state.observers[id]?.log }
             for log in kept.values { log.discardUnpublished() }

@@ -167,7 +167,7 @@ extension Store {
             for item in pending {
                 if !records.isEmpty, bytes >= maxBytes || records.count >= limit { break }
                 let event = item.record()
-                bytes += event.heldBytes
+                bytes += event.footprint
                 records.append(event)
             }
             return (records, pending[records.count - 1].sequence, records.count < pending.count)

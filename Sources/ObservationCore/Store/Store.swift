@@ -18,8 +18,8 @@ public final class Store: Sendable {
     /// The committer's wake-up call. Boxed: a bare closure as a lock's generic state is
     /// re-wrapped in a reabstraction thunk by every inout access, a chain that grows per call.
     let journalHandler = Locked<JournalHandler?>(nil)
-    /// Who may hold a command's deliveries (see `holdDeliveries`).
-    let deliveryHolder = Locked<DeliveryHolder?>(nil)
+    /// Who may defer a command's deliveries (see `deferDeliveries`).
+    let deliveryDeferral = Locked<DeliveryDeferral?>(nil)
     /// The revision of the last durable batch whose events are published (persistent stores).
     let publishedRevision = Atomic<Int>(0)
     /// Whether events wait for `publish` before streams see them (a persistent store).
@@ -84,17 +84,17 @@ public final class Store: Sendable {
             return (.success(Executed(outcome, ticket: ticket)), signal)
         }
         let deliveries = outbox.performQueued()
-        if !deliveries.isEmpty, deliveryHolder.withLock({ $0 })?.hold(deliveries) != true { deliveries.make() }
+        if !deliveries.isEmpty, deliveryDeferral.withLock({ $0 })?.take(deliveries) != true { deliveries.make() }
         if signal { journalHandler.withLock { $0 }?.wake() }
         return try result.get()
     }
 
-    /// Lets `holder` take the deliveries of the commands submitted on its threads (the wakes
+    /// Lets `take` defer the deliveries of the commands submitted on its threads (the wakes
     /// of the streams they reached, barriers, the timer's call): it returns true when it will
     /// make them itself a little later (a worker sends the writer's answer first), false to
     /// have them made at once. Their events are in the logs already, either way.
-    public func holdDeliveries(_ holder: @escaping @Sendable (OutboxDeliveries) -> Bool) {
-        deliveryHolder.withLock { $0 = DeliveryHolder(hold: holder) }
+    public func deferDeliveries(_ take: @escaping @Sendable (OutboxDeliveries) -> Bool) {
+        deliveryDeferral.withLock { $0 = DeliveryDeferral(take: take) }
     }
 
     /// Runs `handler` (after the lock is released) whenever a command moved a lease deadline
@@ -147,11 +147,11 @@ public final class Store: Sendable {
             var events = 0
             var bytes = 0
             for id in state.observers.ids {
-                guard let held = state.observers[id]?.log.held else { continue }
-                events += held.events
-                bytes += held.bytes
+                guard let buffered = state.observers[id]?.log.buffered else { continue }
+                events += buffered.events
+                bytes += buffered.bytes
             }
-            let admin = state.adminLog.held
+            let admin = state.adminLog.buffered
             return BufferFigures(
                 replayEvents: events, replayBytes: bytes, adminReplayEvents: admin.events,
                 adminReplayBytes: admin.bytes, leaseDeadlines: state.observers.leases.count,
@@ -163,8 +163,8 @@ public final class Store: Sendable {
 
 /// A closure in a struct, so that `Locked` holds it in its concrete representation (see
 /// `journalHandler`).
-struct DeliveryHolder: Sendable {
-    let hold: @Sendable (OutboxDeliveries) -> Bool
+struct DeliveryDeferral: Sendable {
+    let take: @Sendable (OutboxDeliveries) -> Bool
 }
 
 /// A command's answer, and the journal position it waits for (see `Store.submit`).

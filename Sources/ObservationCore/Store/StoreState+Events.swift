@@ -7,7 +7,7 @@ extension StoreState {
         guard let (log, id) = observers.takeEventID(observerID) else { return }
         effects.add(Event(id: id, name: name, data: data, revision: revision ?? self.revision), to: log)
         journal.mark(.lastEventID, observerID)
-        journal.hold(log, through: id)
+        journal.gate(log, through: id)
     }
 
     /// An event for the admin stream (its own gapless ids), with `members` (at least one).
@@ -26,7 +26,7 @@ extension StoreState {
     mutating func emitAdmin(_ event: (_ id: Int) -> Event) {
         adminLastEventID += 1
         effects.add(event(adminLastEventID), to: adminLog)
-        journal.hold(adminLog, through: adminLastEventID)
+        journal.gate(adminLog, through: adminLastEventID)
     }
 
     /// An admin event's data: `{`, the members `write` writes, `"by"` when the write has a

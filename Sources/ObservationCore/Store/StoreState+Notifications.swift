@@ -26,7 +26,7 @@ extension StoreState {
         try Self.checkNotification(name: name, object: object)
         let target = SubscriptionTarget(name: name, object: object)
         if let existing = center.subscription(of: observerID, at: target) { return (existing.snapshot, true, nil) }
-        guard heldRegistrations(of: observerID) < limits.maxRegistrationsPerObserver
+        guard registrationCount(of: observerID) < limits.maxRegistrationsPerObserver
         else {
             throw CoreError(
                 .limitExceeded,

@@ -2,7 +2,7 @@
 
 extension StoreState {
     /// Observations, subscriptions and queries an observer holds (`--max-registrations-per-observer`).
-    func heldRegistrations(of observerID: String) -> Int {
+    func registrationCount(of observerID: String) -> Int {
         registrations.count(of: observerID) + center.count(of: observerID) + queries.count(of: observerID)
     }
 
@@ -28,7 +28,7 @@ extension StoreState {
         if let existing = queries.registered(QueryTarget(parsed, options), by: observerID) {
             return QueryResult(query: querySnapshot(existing), deduplicated: true, revision: nil)
         }
-        guard heldRegistrations(of: observerID) < limits.maxRegistrationsPerObserver else {
+        guard registrationCount(of: observerID) < limits.maxRegistrationsPerObserver else {
             throw CoreError(
                 .limitExceeded,
                 "observer \(observerID) may hold at most \(limits.maxRegistrationsPerObserver) registrations",

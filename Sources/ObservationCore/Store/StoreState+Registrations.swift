@@ -36,8 +36,8 @@ extension StoreState {
             registrations.registration(
                 of: observerID, at: RegistrationTarget(objectID: objectID, keyPath: $0.description)) == nil
         }
-        let held = heldRegistrations(of: observerID)
-        guard held + fresh.count <= limits.maxRegistrationsPerObserver else {
+        let existing = registrationCount(of: observerID)
+        guard existing + fresh.count <= limits.maxRegistrationsPerObserver else {
             throw CoreError(
                 .limitExceeded,
                 "observer \(observerID) may hold at most \(limits.maxRegistrationsPerObserver) registrations",

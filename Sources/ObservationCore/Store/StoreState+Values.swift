@@ -116,9 +116,8 @@ extension StoreState {
 }
 
 /// The admin stream's `valueChanged`, kept as its parts until a reader takes it: encoding
-/// it on every write cost more than a tenth of an unobserved write's time (measured: W1
-/// writes/s 5–11 % higher without it), and most of these events leave the admin log
-/// unread. Its parts are values the write already made (the target's strings, the value
+/// it on every write was a large share of an unobserved write's time (BENCHMARKS.md, "Figures behind the code"),
+/// and most of these events leave the admin log unread. Its parts are values the write already made (the target's strings, the value
 /// stored, the client), so holding them costs one allocation, this object; once the value
 /// is overwritten, this is what keeps it, so its size counts in full (`JSON.estimatedBytes`).
 final class DeferredValueChanged: Sendable {
