@@ -8,10 +8,7 @@ import Testing
 struct ClusterBarrierTests {
     @Test("a read the tailer does not release is told so at its own deadline, one sweep at a time")
     func deadline() throws {
-        let node = ClusterNode(
-            settings: ClusterSettings(url: "", nodeID: "n1", commitTimeout: .milliseconds(300)),
-            store: Store(limits: StoreLimits()), limits: StoreLimits(), logger: testLogger())
-        node.shared.state.withLock { $0.tailerConnected = true }
+        let node = Self.connectedNode(commitTimeout: .milliseconds(300))
         let told = Locked<[Int: (Bool, Duration)]>([:])
         let started = ContinuousClock.now
         func read(_ number: Int) {
@@ -37,12 +34,8 @@ struct ClusterBarrierTests {
 
     @Test("a read released by the tailer is told once; its deadline then changes nothing, and the next has its own")
     func released() throws {
-        let node = ClusterNode(
-            settings: ClusterSettings(url: "", nodeID: "n1", commitTimeout: .milliseconds(100)),
-            store: Store(limits: StoreLimits()), limits: StoreLimits(), logger: testLogger())
-        node.shared.state.withLock { $0.tailerConnected = true }
-        let told = Locked<[Bool]>([])
-        node.afterCatchingUp { caughtUp in told.withLock { $0.append(caughtUp) } }
+        let node = Self.connectedNode(commitTimeout: .milliseconds(100))
+        let told = Self.read(on: node)
         // The tailer: a complete read begins, then ends.
         let mark = node.shared.state.withLock { $0.nextBarrier }
         for barrier in node.shared.state.withLock({ $0.takeBarriers(before: mark) }) { barrier.run(true) }
@@ -57,12 +50,8 @@ struct ClusterBarrierTests {
 
     @Test("a read whose deadline comes while the tailer reads for it is told at the deadline, once")
     func deadlineDuringTheRead() throws {
-        let node = ClusterNode(
-            settings: ClusterSettings(url: "", nodeID: "n1", commitTimeout: .milliseconds(100)),
-            store: Store(limits: StoreLimits()), limits: StoreLimits(), logger: testLogger())
-        node.shared.state.withLock { $0.tailerConnected = true }
-        let told = Locked<[Bool]>([])
-        node.afterCatchingUp { caughtUp in told.withLock { $0.append(caughtUp) } }
+        let node = Self.connectedNode(commitTimeout: .milliseconds(100))
+        let told = Self.read(on: node)
         let mark = node.shared.state.withLock { $0.nextBarrier }  // the tailer's read begins (and hangs)
         try waitUntil(within: .seconds(3)) { !told.withLock { $0.isEmpty } }
         #expect(told.withLock { $0 } == [false])
@@ -74,8 +63,23 @@ struct ClusterBarrierTests {
         let node = ClusterNode(
             settings: ClusterSettings(url: "", nodeID: "n1"), store: Store(limits: StoreLimits()),
             limits: StoreLimits(), logger: testLogger())
+        let told = Self.read(on: node)
+        #expect(told.withLock { $0 } == [true])
+    }
+
+    /// A node whose tailer reads the log, with a commit timeout of `commitTimeout`.
+    static func connectedNode(commitTimeout: Duration) -> ClusterNode {
+        let node = ClusterNode(
+            settings: ClusterSettings(url: "", nodeID: "n1", commitTimeout: commitTimeout),
+            store: Store(limits: StoreLimits()), limits: StoreLimits(), logger: testLogger())
+        node.shared.state.withLock { $0.tailerConnected = true }
+        return node
+    }
+
+    /// One read on `node`: what it was told is appended to the list returned.
+    static func read(on node: ClusterNode) -> Locked<[Bool]> {
         let told = Locked<[Bool]>([])
         node.afterCatchingUp { caughtUp in told.withLock { $0.append(caughtUp) } }
-        #expect(told.withLock { $0 } == [true])
+        return told
     }
 }
