@@ -163,6 +163,36 @@ struct OwnedObjectTests {
             try store.as(.token(token.id)).objects(className: nil, limit: 10, after: nil).objects.map(\.id) == ["c"])
     }
 
+    @Test("a query of an owned-only token counts its members right as they are written and deleted")
+    func ownedQueryTotal() throws {
+        let (store, _) = try Self.world()
+        let token = try store.as(.admin).createToken(
+            scopes: [["allow": ["read", "observe", "create", "write", "delete"], "owned": true]], secret: "own")
+        let caller = store.as(.token(token.id))
+        let mine = try caller.createObserver(ObserverSettings(lease: 60)).observer.id
+        for id in ["m1", "m2"] {
+            _ = try store.execute(
+                Command(
+                    time: .now(),
+                    .createObject(
+                        id: id, className: "Presence", values: ["user": .string(id), "room": "r1"], generatedID: "g",
+                        owner: mine), as: .token(token.id)))
+        }
+        let definition: JSON = ["class": "Presence", "where": [["room", "==", "r1"]]]
+        let query = try caller.registerQuery(observerID: mine, definition: definition, options: ["new"]).query.id
+        func total() throws -> Int? { try caller.query(query, of: mine).total }
+        #expect(try total() == 2)
+        _ = try caller.setValue("ann", of: "m1", at: "user")
+        #expect(try total() == 2, "a member written stays one member")
+        _ = try caller.setValue("r2", of: "m2", at: "room")
+        #expect(try total() == 1)
+        _ = try caller.setValue("r1", of: "m2", at: "room")
+        #expect(try total() == 2)
+        _ = try caller.deleteObject("m1")
+        #expect(try total() == 1)
+        #expect(try total() == caller.answerQuery(definition).total)
+    }
+
     @Test("owners and patches survive a restart (checkpoint, or commands)", arguments: [true, false])
     func persisted(checkpoint: Bool) throws {
         let (store, owner) = try Self.world(persistent: true)

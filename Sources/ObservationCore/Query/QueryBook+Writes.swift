@@ -4,9 +4,13 @@
 /// values then (the values now with each key written put back as the first write found it).
 struct RevisionBefore {
     private var before: [String: JSONObject?] = [:]
+    /// What scopes matched each written object by (a deleted one is no longer in the graph).
+    private var identities: [String: ObjectIdentity] = [:]
 
     init(_ changes: [QueryChange], in graph: ObjectGraph) {
         for change in changes {
+            identities[change.objectID] = ObjectIdentity(
+                id: change.objectID, className: change.className, ownerToken: change.ownerToken)
             if before[change.objectID] != nil {
                 // Only the first write of a key in the revision knows its value before it.
                 if let key = change.key, case .some(.some(var values)) = before[change.objectID],
@@ -38,6 +42,11 @@ struct RevisionBefore {
     func values(of id: String, in graph: ObjectGraph) -> JSONObject? {
         if let known = before[id] { return known }
         return graph.objects[id]?.values
+    }
+
+    /// Object `id`'s identity as the revision's writes knew it.
+    func identity(of id: String, className: String?) -> ObjectIdentity {
+        identities[id] ?? ObjectIdentity(id: id, className: className)
     }
 }
 
@@ -121,7 +130,7 @@ extension QueryBook {
         var entering: [WindowMember] = []
         for id in subjects {
             let was =
-                definition.isVisible(id, objectClass: definition.className)
+                definition.isVisible(before.identity(of: id, className: definition.className))
                 && (before.values(of: id, in: graph).map(definition.matches) ?? false)
             let member = definition.evaluate(id, in: graph).member
             shape.total += (member == nil ? 0 : 1) - (was ? 1 : 0)

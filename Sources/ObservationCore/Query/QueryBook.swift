@@ -191,6 +191,8 @@ struct QueryTarget: Hashable, Sendable {
 struct QueryChange {
     let objectID: String
     let className: String?
+    /// The token that made the object's owner (section 14): fixed while it exists.
+    let ownerToken: String?
     let key: String?
     let values: JSONObject
     let old: JSON?

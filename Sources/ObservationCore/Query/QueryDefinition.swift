@@ -100,9 +100,9 @@ struct QueryDefinition: Sendable {
         return restricted
     }
 
-    /// Whether the reader may read object `id` of class `objectClass` (it is not a member otherwise).
-    func isVisible(_ id: String, objectClass: String?) -> Bool {
-        filter?.mayRead(ObjectIdentity(id: id, className: objectClass)) ?? true
+    /// Whether the reader may read `object` (it is not a member otherwise).
+    func isVisible(_ object: ObjectIdentity) -> Bool {
+        filter?.mayRead(object) ?? true
     }
 
     /// Every key path the definition reads, conditions first (each once).

@@ -155,7 +155,8 @@ extension StoreState {
         for (key, old) in probe.old {
             queryChanges.append(
                 QueryChange(
-                    objectID: probe.objectID, className: probe.className, key: key, values: object.values, old: old))
+                    objectID: probe.objectID, className: probe.className, ownerToken: object.ownerToken, key: key,
+                    values: object.values, old: old))
         }
     }
 
@@ -163,7 +164,9 @@ extension StoreState {
     mutating func noteQueryChanges(existenceOf object: StoredObject) {
         guard !queries.isEmpty else { return }
         queryChanges.append(
-            QueryChange(objectID: object.id, className: object.className, key: nil, values: object.values, old: nil))
+            QueryChange(
+                objectID: object.id, className: object.className, ownerToken: object.ownerToken, key: nil,
+                values: object.values, old: nil))
     }
 
     /// Evaluates again the members the revision's writes may have changed, then sends each
