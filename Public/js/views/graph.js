@@ -79,7 +79,7 @@ export class GraphView {
     const left = new Map(shownObservers.map((observer, index) => [observer.id, rowY(index)]));
     // Drawn at the width it is shown (never scaled down, which left a blank band under it on a
     // narrow page); nodes narrow with it.
-    const width = Math.max(this.svg.parentElement.clientWidth - 2, 280);
+    const width = Math.max(this.svg.parentElement.clientWidth, 280);
     const nodeWidth = Math.min(NODE_WIDTH, Math.floor((width - 16) * 0.36));
     const height = Math.max(bottom, rowY(shownObservers.length - 1) + NODE_HEIGHT, 40) + 8;
     this.svg.setAttribute("viewBox", `0 0 ${width} ${height}`);

@@ -113,7 +113,7 @@ export class ObjectsView {
     // An owned object (contract 14) lives as long as its observer: marked with it.
     const owner = object?.owner ? el("div", { class: "hint owner" }, "owner ", el("span", { class: "mono" }, object.owner)) : null;
     return el("tr", { dataset: { object: member.id, owner: object?.owner ?? "" } },
-      el("td", { class: "mono" }, member.id, state, owner),
+      el("td", { class: "mono id", title: member.id }, member.id, state, owner),
       el("td", {}, object ? object.class ?? "—" : "…"),
       el("td", { class: "mono" }, object ? String(object.revision) : "…"),
       columns.map((keyPath) => el("td", { class: "mono", "data-key-path": keyPath },

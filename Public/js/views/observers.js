@@ -65,7 +65,7 @@ export class ObserversView {
     // The token that made it never changes (contract 13): its name is looked up once.
     const token = observer.tokenId ? this.model.tokens.get(observer.tokenId) : null;
     const row = el("tr", { dataset: { observer: observer.id, token: observer.tokenId ?? "" } },
-      el("td", { class: "who" }, el("strong", {}, label), el("div", { class: "mono hint" }, observer.id),
+      el("td", { class: "who" }, el("strong", { title: label }, label), el("div", { class: "mono hint", title: observer.id }, observer.id),
         observer.tokenId ? el("div", { class: "hint token-of" }, "token ",
           el("span", { class: "mono" }, token?.name ? `${token.name} (${observer.tokenId})` : observer.tokenId)) : null,
         cells.owns),
