@@ -49,18 +49,21 @@ export class ObjectsQuery {
     this.definition = definition;
     if (this.stopped) return Promise.resolve(); // kept for start()
     this.waiting = definition;
-    this.running ??= this.drain().finally(() => {
-      this.running = null;
-    });
+    this.running ??= this.drain();
     return this.running;
   }
 
   async drain() {
-    while (this.waiting && !this.stopped) {
-      const definition = this.waiting;
-      this.waiting = null;
-      if (this.query && this.applied === definitionKey(definition)) continue;
-      await this.replace(definition);
+    await null; // runs after apply() has kept this promise in `running`
+    try {
+      while (this.waiting && !this.stopped) {
+        const definition = this.waiting;
+        this.waiting = null;
+        if (this.query && this.applied === definitionKey(definition)) this.keep();
+        else await this.replace(definition);
+      }
+    } finally {
+      this.running = null; // in the same step as the last look at `waiting`: none is left behind
     }
   }
 
@@ -99,6 +102,12 @@ export class ObjectsQuery {
     this.onWindow(query);
     this.onStatus({ state: "live", query });
     old?.close().catch(() => {}); // the same registration (deduplicated) stays: the new one holds it
+  }
+
+  /** The live query stays (asked for again, or a refused one instead): shown and said again. */
+  keep() {
+    this.onWindow(this.query);
+    this.onStatus({ state: "live", query: this.query });
   }
 
   /** The observer, created on first use under this tab's client name. */

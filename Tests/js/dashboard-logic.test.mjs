@@ -80,10 +80,12 @@ describe("the Objects table's query", () => {
   });
 
   test("definitions asked while one is registering: only the newest is registered next", async () => {
-    const { api, log } = fakeApi();
+    const { api, log } = fakeApi({ delay: 20 });
     const { live } = objectsQuery(api);
     await live.start({ where: [], limit: 1 });
-    await Promise.all([2, 3, 4].map((limit) => live.apply({ where: [], limit })));
+    const first = live.apply({ where: [], limit: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 5)); // 2 is registering
+    await Promise.all([first, ...[3, 4].map((limit) => live.apply({ where: [], limit }))]);
     assert.deepEqual(log.registered.map((d) => d.limit), [1, 2, 4]);
     assert.deepEqual([...log.live.keys()], [JSON.stringify({ where: [], limit: 4 })]);
   });
@@ -119,4 +121,35 @@ test("a query of a class that does not exist says to define it (the client's err
   assert.equal(String(error), "404 notFound: no class 'Order': define it first (PUT /v1/classes/Order with its properties), then query it");
   const other = new ObsError(404, "notFound", "no observer 'o'", { observer: "o" });
   assert.equal(missingClass(other).message, "no observer 'o'");
+});
+
+test("after a refused definition, asking for the live one again says it is live and shows its window", async () => {
+  const refuse = (definition) => (definition.class === "Nope"
+    ? new ObsError(404, "notFound", "no class 'Nope'", { class: "Nope" }) : null);
+  const { api, log } = fakeApi({ refuse });
+  const { live, windows, statuses } = objectsQuery(api);
+  const good = { class: "Order", where: [], limit: 100 };
+  await live.start(good);
+  await live.apply({ class: "Nope", where: [], limit: 100 });
+  assert.equal(statuses.at(-1).state, "error");
+  const shown = windows.length;
+  await live.apply({ ...good });
+  assert.equal(statuses.at(-1).state, "live");
+  assert.equal(windows.length, shown + 1);
+  assert.equal(log.registered.length, 1); // not registered again
+});
+
+test("an apply while another runs is never left waiting", async () => {
+  const { api, log } = fakeApi({ delay: 1 });
+  const { live } = objectsQuery(api);
+  await live.start({ where: [], limit: 1 });
+  for (let limit = 2; limit < 12; limit++) {
+    live.apply({ where: [], limit });
+    await new Promise((resolve) => setTimeout(resolve, limit % 3)); // some during, some after a registration
+  }
+  await live.running;
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(live.running, null);
+  assert.equal(live.query.definition.limit, 11);
+  assert.deepEqual([...log.live.keys()], [JSON.stringify({ where: [], limit: 11 })]);
 });
