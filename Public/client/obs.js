@@ -24,7 +24,7 @@
 
 import { ObsError, backoff, decode, retryAfter, sleep } from "./http.js";
 import { Presence, joinPresence } from "./presence.js";
-import { LiveQuery, QueryRouter, queryDefinition, registerQuery } from "./query.js";
+import { LiveQuery, QueryRouter, missingClass, queryDefinition, registerQuery } from "./query.js";
 import { EventStream } from "./stream.js";
 import { TokenSource, expiredError } from "./token.js";
 import { segment as encodeSegment } from "./wire.js";
@@ -188,7 +188,11 @@ export class ObsClient {
   // ---- queries (contract 12) ----
 
   /** `POST /v1/query`: the matches of a definition once, `{objects: [{id, values}], total, revision}`. */
-  query(definition) { return this.request("POST", "/v1/query", queryDefinition(definition)); }
+  query(definition) {
+    return this.request("POST", "/v1/query", queryDefinition(definition)).catch((error) => {
+      throw missingClass(error);
+    });
+  }
 
   // ---- observers (contract 5) and streams ----
 

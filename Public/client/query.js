@@ -16,6 +16,15 @@ import { segment } from "./wire.js";
 
 /** What a live query asks for unless told otherwise: the initial window, then new and old values. */
 export const DEFAULT_QUERY_OPTIONS = ["initial", "new", "old"];
+/** A 404 for the query's class says what to do: the app defines its classes (PUT /v1/classes/{name}). */
+export function missingClass(error) {
+  const name = error?.status === 404 ? error.details?.class : undefined;
+  if (typeof name !== "string") return error;
+  error.message = `no class '${name}': define it first (PUT /v1/classes/${segment(name)} with its properties), `
+    + "then query it";
+  return error;
+}
+
 /** The members of a definition; the rest of the body (options, context, throttle) is the registration's. */
 const DEFINITION = ["class", "where", "orderBy", "limit", "select"];
 /** Records kept for registrations whose answer has not come yet, at most (the oldest go first). */
@@ -39,7 +48,7 @@ export async function registerQuery(observer, definition, settings = {}) {
     answer = await observer.request("POST", "/queries", { ...queryDefinition(definition), options, context, throttle });
   } catch (error) {
     router.done();
-    throw error;
+    throw missingClass(error);
   }
   const query = new LiveQuery(observer, answer.query, handlers);
   const sibling = router.started(query.id);

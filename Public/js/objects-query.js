@@ -23,7 +23,10 @@ export class ObjectsQuery {
     this.observer = null;
     this.query = null;
     this.definition = {};
-    this.generation = 0; // a newer apply() outdates what an older one was waiting for
+    this.generation = 0; // a newer registration (or stop()) outdates the handlers of an older one
+    this.waiting = null; // the definition to apply next
+    this.running = null; // the applies in progress (one at a time)
+    this.applied = null; // the live query's definition, as a key
     this.stopped = true;
     this.retry = null;
     addEventListener("pagehide", () => this.leave());
@@ -35,10 +38,36 @@ export class ObjectsQuery {
     return this.apply(definition);
   }
 
-  /** Replaces the query by one for `definition`. */
-  async apply(definition) {
+  /**
+   * Replaces the query by one for `definition`. Applies run one at a time, the newest waiting
+   * definition next: two registrations in flight at once would share one server query (the same
+   * definition is deduplicated), and the older one's close would delete it under the newer.
+   * A definition equal to the live query's is left alone (a field's `change` and the form's
+   * submit both ask).
+   */
+  apply(definition) {
     this.definition = definition;
-    if (this.stopped) return; // kept for start()
+    if (this.stopped) return Promise.resolve(); // kept for start()
+    this.waiting = definition;
+    this.running ??= this.drain();
+    return this.running;
+  }
+
+  async drain() {
+    await null; // runs after apply() has kept this promise in `running`
+    try {
+      while (this.waiting && !this.stopped) {
+        const definition = this.waiting;
+        this.waiting = null;
+        if (this.query && this.applied === definitionKey(definition)) this.keep();
+        else await this.replace(definition);
+      }
+    } finally {
+      this.running = null; // in the same step as the last look at `waiting`: none is left behind
+    }
+  }
+
+  async replace(definition) {
     const mine = ++this.generation;
     clearTimeout(this.retry);
     this.onStatus({ state: "loading" });
@@ -53,8 +82,14 @@ export class ObjectsQuery {
       });
     } catch (error) {
       if (mine !== this.generation || this.stopped) return;
-      // 400s are the filter's fault: said, not retried. Anything else: the observer may be gone.
-      if (error.status === 400) return this.onStatus({ state: "error", message: readable(error), invalid: true });
+      // The definition's fault (400, or a 404 naming its class): said, not retried, and the last
+      // good query stays live. Anything else: the observer may be gone.
+      if (refusedDefinition(error)) {
+        this.generation -= 1; // the live query's handlers keep working
+        if (this.query) this.onWindow(this.query); // changes it had while this one loaded
+        const kept = this.query ? "; the table still shows the last filter that worked" : "";
+        return this.onStatus({ state: "error", message: `${readable(error)}${kept}`, invalid: true });
+      }
       return this.lost(mine, readable(error), error.status === 404);
     }
     if (mine !== this.generation || this.stopped) {
@@ -63,9 +98,16 @@ export class ObjectsQuery {
     }
     const old = this.query;
     this.query = query;
+    this.applied = definitionKey(definition);
     this.onWindow(query);
     this.onStatus({ state: "live", query });
     old?.close().catch(() => {}); // the same registration (deduplicated) stays: the new one holds it
+  }
+
+  /** The live query stays (asked for again, or a refused one instead): shown and said again. */
+  keep() {
+    this.onWindow(this.query);
+    this.onStatus({ state: "live", query: this.query });
   }
 
   /** The observer, created on first use under this tab's client name. */
@@ -80,6 +122,7 @@ export class ObjectsQuery {
     if (observerGone) this.forgetObserver();
     this.query = null;
     this.onStatus({ state: "error", message: `${message}; trying again…` });
+    this.applied = null;
     this.retry = setTimeout(() => mine === this.generation && !this.stopped && this.apply(this.definition), RETRY_MS);
   }
 
@@ -100,6 +143,8 @@ export class ObjectsQuery {
   stop() {
     this.stopped = true;
     this.generation += 1;
+    this.waiting = null;
+    this.applied = null;
     clearTimeout(this.retry);
     this.query = null;
     this.forgetObserver();
@@ -113,4 +158,14 @@ export class ObjectsQuery {
     fetch(client.base + observer.path, { method: "DELETE", keepalive: true, headers: client.headers(observer.token) })
       .catch(() => {}); // the lease ends it anyway
   }
+}
+
+/** A refused definition, as opposed to a lost observer: a 400, or a 404 for the class it names. */
+export function refusedDefinition(error) {
+  return error?.status === 400 || (error?.status === 404 && error.details?.class !== undefined);
+}
+
+/** Two definitions are the same query when their JSON is the same. */
+export function definitionKey(definition) {
+  return JSON.stringify(definition);
 }

@@ -1,5 +1,6 @@
 // How the dashboard writes a query (contract 12) for people: its conditions, its order, its
-// target. The graph's edge labels, the feed and the observers table use the same words.
+// target. The graph's edge labels, the feed and the observers table use the same words, and
+// the same natural order of ids.
 
 import { brief } from "./frame.js";
 
@@ -24,4 +25,11 @@ export function queryLabel(query) {
   const order = orderLabel(query.orderBy);
   return `${query.class ?? "any class"} where ${conditionsLabel(query.where)}${order ? ` by ${order}` : ""}`
     + (query.limit ? ` (first ${query.limit})` : "");
+}
+
+const collator = new Intl.Collator("en", { numeric: true });
+
+/** Natural order for ids and names: `emp-2` before `emp-10`; equal only when the same text. */
+export function naturally(a, b) {
+  return collator.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
 }

@@ -138,9 +138,10 @@ struct HTTPLayerTests {
     }
 
     @Test(
-        "malformed JSON answers 400 invalidJSON with the offset",
+        "malformed JSON (a member name twice included) answers 400 invalidJSON with the offset",
         arguments: [
             "{", "{\"id\": }", "[1,]", "{\"id\": \"a\"} x", "nul", "{\"a\": 01}", "\"\\x\"", "{\"a\":\"\u{01}\"}",
+            "{\"id\": \"a\", \"id\": \"b\"}", "{\"id\": \"a\", \"values\": {\"x\": 1, \"x\": 2}}",
         ])
     func invalidJSON(text: String) throws {
         try withServer { _, client in

@@ -110,9 +110,32 @@ struct JSONTests {
         #expect(JSON.array([1, 2]) != JSON.array([2, 1]))
     }
 
-    @Test("objects keep insertion order in output; a repeated key keeps its first place and last value")
+    @Test("objects keep insertion order in output")
     func order() throws {
-        #expect(try JSONParser.parse("{\"z\":1,\"a\":2,\"z\":3}").description == "{\"z\":3,\"a\":2}")
+        #expect(try JSONParser.parse("{\"z\":1,\"a\":2,\"y\":3}").description == "{\"z\":1,\"a\":2,\"y\":3}")
+    }
+
+    @Test(
+        "a member name twice in one object is invalidJSON at the second name, escaped or not, in a large object too",
+        arguments: [
+            ("{\"z\":1,\"a\":2,\"z\":3}", 13), ("{\"a\":{\"b\":1,\"b\":2}}", 12), ("{\"a\":1,\"\\u0061\":2}", 7),
+            ("{" + (0..<40).map { "\"k\($0)\":\($0)," }.joined() + "\"k7\":0}", 341),
+        ])
+    func duplicateNames(text: String, offset: Int) {
+        do {
+            _ = try JSONParser.parse(text)
+            Issue.record("accepted \(text)")
+        } catch {
+            #expect(error.code == .invalidJSON)
+            #expect(error.message.contains("duplicate member name"))
+            #expect(error.details["offset"] == .int(offset))
+        }
+    }
+
+    @Test("the same name in different objects, nested or side by side, is no duplicate")
+    func sameNameElsewhere() throws {
+        let json = try JSONParser.parse("{\"a\":{\"a\":1},\"b\":[{\"a\":2},{\"a\":3}]}")
+        #expect(json.description == "{\"a\":{\"a\":1},\"b\":[{\"a\":2},{\"a\":3}]}")
     }
 
     @Test("strings are escaped so the output is valid JSON")

@@ -1,7 +1,9 @@
-// The live event feed, newest first, filterable by object, observer and kind. It keeps
+// The live event feed, newest first, filterable by object and observer (the exact id, or a
+// prefix ending in `*`: id-filter.js) and kind. It keeps
 // the last KEEP events in memory and at most SHOW in the page.
 
 import { brief, el, schedule } from "../frame.js";
+import { idMatcher } from "../id-filter.js";
 import { queryLabel } from "../queries.js";
 
 const KEEP = 2000; // at most 1.5 × KEEP between trims
@@ -65,13 +67,13 @@ export class FeedView {
   }
 
   matcher() {
-    const object = this.filters.object.value.trim();
-    const observer = this.filters.observer.value.trim();
+    const object = idMatcher(this.filters.object.value);
+    const observer = idMatcher(this.filters.observer.value);
     const kind = this.filters.kind.value;
     return (entry) => {
       if (kind && entry.kind !== kind) return false;
-      if (object && !(objectOf(entry.data) ?? "").includes(object)) return false;
-      if (observer && !(observerOf(entry.data) ?? "").includes(observer)) return false;
+      if (object && !object(objectOf(entry.data))) return false;
+      if (observer && !observer(observerOf(entry.data))) return false;
       return true;
     };
   }

@@ -24,9 +24,15 @@ export class FormsView {
     this.objectForm = root.querySelector("#object-form");
   }
 
-  /** Puts an object's id into the change form and moves the focus there. */
+  /** Puts an object's id into the change form, empties what was typed for another object
+   * (an old key path and value would write to this one), and moves the focus there. */
   select(id) {
-    this.objectForm.elements.namedItem("object").value = id;
+    const { elements } = this.objectForm;
+    for (const name of ["keyPath", "value", "indexes", "values"]) elements.namedItem(name).value = "";
+    const result = this.objectForm.querySelector(".result");
+    result.className = "result";
+    result.textContent = `Editing ${id}: give a key path.`;
+    elements.namedItem("object").value = id;
     this.objectForm.elements.namedItem("keyPath").focus();
     this.objectForm.scrollIntoView({ block: "nearest" });
   }

@@ -5,7 +5,7 @@
 
 import { schedule } from "../frame.js";
 import { subscriptionMatches } from "../model.js";
-import { conditionsLabel, queryLabel, targetLabel } from "../queries.js";
+import { conditionsLabel, naturally, queryLabel, targetLabel } from "../queries.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const ROW = 38;
@@ -48,15 +48,19 @@ export class GraphView {
 
     const objectIDs = new Set(observations.map((observation) => observation.object));
     if (model.objects.size <= ALL_OBJECTS_UP_TO) for (const id of model.objects.keys()) objectIDs.add(id);
+    // Classes, then notification names (few, and easy to miss below a long list of objects),
+    // then objects, each in natural order (emp-2 before emp-10).
     const classes = new Map(queries.map((query) => [classKey(query), targetLabel(query)]));
-    const targets = [...classes].sort().map(([key, label]) => ({ key, kind: "class", label }));
-    targets.push(...[...objectIDs].sort().map((id) => ({ key: `o:${id}`, kind: "object", id, label: id })));
+    const targets = [...classes].sort(([a], [b]) => naturally(a, b)).map(([key, label]) => ({ key, kind: "class", label }));
     const notificationKeys = new Map();
     for (const subscription of subscriptions) {
       const key = notificationKey(subscription);
       if (!notificationKeys.has(key)) notificationKeys.set(key, notificationLabel(subscription));
     }
-    for (const [key, label] of [...notificationKeys].sort()) targets.push({ key, kind: "notification", label });
+    for (const [key, label] of [...notificationKeys].sort(([a], [b]) => naturally(a, b))) {
+      targets.push({ key, kind: "notification", label });
+    }
+    targets.push(...[...objectIDs].sort(naturally).map((id) => ({ key: `o:${id}`, kind: "object", id, label: id })));
     const shownTargets = targets.slice(0, MAX_NODES);
 
     // Each edge ends at its own height on the target's left side, its label beside it, so
@@ -73,13 +77,16 @@ export class GraphView {
       bottom += height + (ROW - NODE_HEIGHT);
     }
     const left = new Map(shownObservers.map((observer, index) => [observer.id, rowY(index)]));
-    const width = Math.max(this.svg.parentElement.clientWidth - 2, 640);
+    // Drawn at the width it is shown (never scaled down, which left a blank band under it on a
+    // narrow page); nodes narrow with it.
+    const width = Math.max(this.svg.parentElement.clientWidth, 280);
+    const nodeWidth = Math.min(NODE_WIDTH, Math.floor((width - 16) * 0.36));
     const height = Math.max(bottom, rowY(shownObservers.length - 1) + NODE_HEIGHT, 40) + 8;
     this.svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     this.svg.setAttribute("height", String(height));
 
-    const x1 = 8 + NODE_WIDTH;
-    const x2 = width - 8 - NODE_WIDTH;
+    const x1 = 8 + nodeWidth;
+    const x2 = width - 8 - nodeWidth;
     const edges = svgElement("g", { class: "edges" });
     this.edgesByObject = new Map();
     this.edgesByClass = new Map();
@@ -139,14 +146,14 @@ export class GraphView {
     const nodes = svgElement("g", { class: "nodes" });
     shownObservers.forEach((observer, index) => {
       const label = observer.name && observer.name !== observer.id ? `${observer.name} · ${observer.id}` : observer.id;
-      nodes.append(node(8, rowY(index) - NODE_HEIGHT / 2, NODE_HEIGHT, "observer", label, { "data-observer": observer.id }));
+      nodes.append(node(8, rowY(index) - NODE_HEIGHT / 2, nodeWidth, NODE_HEIGHT, "observer", label, { "data-observer": observer.id }));
     });
     for (const target of shownTargets) {
       const { top, height: nodeHeight } = right.get(target.key);
       const pending = target.kind === "object" && model.objects.get(target.id)?.releasePending;
       const attributes = target.kind === "object" ? { "data-object": target.id }
         : target.kind === "class" ? { "data-class": target.key.slice(2) } : { "data-notification": target.label };
-      nodes.append(node(x2, top, nodeHeight, target.kind + (pending ? " pending" : ""), target.label, attributes));
+      nodes.append(node(x2, top, nodeWidth, nodeHeight, target.kind + (pending ? " pending" : ""), target.label, attributes));
     }
     if (!shownObservers.length && !shownTargets.length) {
       nodes.append(svgElement("text", { class: "empty", x: "12", y: "28" }, "No observers or objects yet."));
@@ -193,11 +200,12 @@ function rowY(index) {
   return 8 + index * ROW + NODE_HEIGHT / 2;
 }
 
-function node(x, top, height, kind, label, attributes) {
+function node(x, top, width, height, kind, label, attributes) {
   const group = svgElement("g", { class: `node ${kind}`, ...attributes });
-  const shown = label.length > 30 ? `${label.slice(0, 29)}…` : label;
+  const fits = Math.max(6, Math.floor((width - 12) / 7)); // characters of 12px text
+  const shown = label.length > fits ? `${label.slice(0, fits - 1)}…` : label;
   group.append(
-    svgElement("rect", { x: String(x), y: String(top), width: String(NODE_WIDTH), height: String(height) }),
+    svgElement("rect", { x: String(x), y: String(top), width: String(width), height: String(height) }),
     svgElement("text", { x: String(x + 8), y: String(top + height / 2 + 4) }, shown),
     svgElement("title", {}, label),
   );
@@ -223,7 +231,7 @@ function notificationLabel(subscription) {
 }
 
 function byName(a, b) {
-  return (a.name ?? a.id).localeCompare(b.name ?? b.id) || a.id.localeCompare(b.id);
+  return naturally(a.name ?? a.id, b.name ?? b.id) || naturally(a.id, b.id);
 }
 
 function svgElement(tag, attributes = {}, text) {

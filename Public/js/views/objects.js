@@ -4,7 +4,8 @@
 // Edit. A key path column's header sorts by it (again: the other way); the id header goes back to
 // the id order. Only rows whose member or object changed are rebuilt.
 
-import { brief, el, schedule } from "../frame.js";
+import { el, schedule } from "../frame.js";
+import { shortValue } from "./value.js";
 
 const MAX_ITEMS = 50;
 const FLASH_MS = 600;
@@ -112,12 +113,13 @@ export class ObjectsView {
     // An owned object (contract 14) lives as long as its observer: marked with it.
     const owner = object?.owner ? el("div", { class: "hint owner" }, "owner ", el("span", { class: "mono" }, object.owner)) : null;
     return el("tr", { dataset: { object: member.id, owner: object?.owner ?? "" } },
-      el("td", { class: "mono" }, member.id, state, owner),
+      el("td", { class: "mono id", title: member.id }, member.id, state, owner),
       el("td", {}, object ? object.class ?? "—" : "…"),
       el("td", { class: "mono" }, object ? String(object.revision) : "…"),
-      columns.map((keyPath) => el("td", { class: "mono", "data-key-path": keyPath }, brief(member.values[keyPath] ?? null, 60))),
+      columns.map((keyPath) => el("td", { class: "mono", "data-key-path": keyPath },
+        shortValue(member.values[keyPath] ?? null, 60, `${member.id}.${keyPath}`))),
       el("td", {}, object
-        ? valueList(object.values, "", open, (path, isOpen) => this.remember(member.id, path, isOpen))
+        ? valueList(object.values, "", open, (path, isOpen) => this.remember(member.id, path, isOpen), member.id)
         : "…"),
       el("td", {}, el("button", {
         type: "button", class: "secondary", "aria-label": `Edit ${member.id}`, onclick: () => this.onSelect(member.id),
@@ -134,7 +136,7 @@ export class ObjectsView {
 }
 
 /** A list of key: value lines; objects and arrays are <details> that expand to their key paths. */
-function valueList(values, prefix, open, toggled) {
+function valueList(values, prefix, open, toggled, id) {
   const list = el("ul", { class: "values" });
   const entries = Array.isArray(values) ? values.map((value, index) => [String(index), value]) : Object.entries(values);
   for (const [key, value] of entries.slice(0, MAX_ITEMS)) {
@@ -143,13 +145,13 @@ function valueList(values, prefix, open, toggled) {
     if (isContainer(value)) {
       const details = el("details", { open: open.has(path) },
         el("summary", {}, `${key}: ${Array.isArray(value) ? `[${value.length}]` : `{${Object.keys(value).length}}`}`),
-        valueList(value, path, open, toggled));
+        valueList(value, path, open, toggled, id));
       details.addEventListener("toggle", () => toggled(path, details.open));
       item.append(details);
     } else if (isRef(value)) {
       item.append(`${key}: `, el("span", { class: "ref" }, `→ ${value.$ref}`));
     } else {
-      item.append(`${key}: ${brief(value, 120)}`);
+      item.append(`${key}: `, shortValue(value, 80, `${id}.${path}`));
     }
     list.append(item);
   }

@@ -4,7 +4,7 @@
 // take the keyboard focus away from a row's buttons.
 
 import { el, schedule } from "../frame.js";
-import { queryLabel } from "../queries.js";
+import { naturally, queryLabel } from "../queries.js";
 
 const MAX_ROWS = 200;
 const MAX_OWNED = 5;
@@ -25,7 +25,7 @@ export class ObserversView {
 
   render() {
     const observers = [...this.model.observers.values()]
-      .sort((a, b) => (a.name ?? a.id).localeCompare(b.name ?? b.id) || a.id.localeCompare(b.id));
+      .sort((a, b) => naturally(a.name ?? a.id, b.name ?? b.id) || naturally(a.id, b.id));
     const shown = observers.slice(0, MAX_ROWS);
     const owned = new Map();
     for (const o of this.model.observations.values()) add(owned, o.observer, "observations", `${o.object}.${o.keyPath}`);
@@ -52,24 +52,25 @@ export class ObserversView {
 
   build(observer) {
     const label = observer.name && observer.name !== observer.id ? observer.name : observer.id;
+    // data-label names each cell where a narrow page stacks the row (dashboard.css).
     const cells = {
-      streams: el("td", {}),
-      lease: el("td", { class: "mono" }),
-      registrations: el("td", {}),
-      lastEventId: el("td", { class: "mono" }),
-      backlog: el("td", { class: "mono" }),
-      dropped: el("td", { class: "mono" }),
+      streams: el("td", { "data-label": "streams" }),
+      lease: el("td", { class: "mono", "data-label": "lease" }),
+      registrations: el("td", { class: "registrations", "data-label": "registrations" }),
+      lastEventId: el("td", { class: "mono", "data-label": "last id" }),
+      backlog: el("td", { class: "mono", "data-label": "backlog" }),
+      dropped: el("td", { class: "mono", "data-label": "dropped" }),
       owns: el("div", { class: "hint owns" }),
     };
     // The token that made it never changes (contract 13): its name is looked up once.
     const token = observer.tokenId ? this.model.tokens.get(observer.tokenId) : null;
     const row = el("tr", { dataset: { observer: observer.id, token: observer.tokenId ?? "" } },
-      el("td", {}, el("strong", {}, label), el("div", { class: "mono hint" }, observer.id),
+      el("td", { class: "who" }, el("strong", { title: label }, label), el("div", { class: "mono hint", title: observer.id }, observer.id),
         observer.tokenId ? el("div", { class: "hint token-of" }, "token ",
           el("span", { class: "mono" }, token?.name ? `${token.name} (${observer.tokenId})` : observer.tokenId)) : null,
         cells.owns),
       cells.streams, cells.lease, cells.registrations, cells.lastEventId, cells.backlog, cells.dropped,
-      el("td", {},
+      el("td", { class: "actions" },
         el("button", { type: "button", class: "secondary", "aria-label": `Watch the stream of ${label}`, onclick: () => this.onWatch(observer.id) }, "Watch"),
         " ",
         el("button", { type: "button", class: "danger", "aria-label": `Delete ${label}`, onclick: () => this.onDelete(observer.id) }, "Delete")),
@@ -100,7 +101,7 @@ export class ObserversView {
 
   /** The objects it owns (contract 14), under its name: they go when it goes. */
   showOwned({ cells }, objects) {
-    const ids = objects.map((object) => object.id).sort();
+    const ids = objects.map((object) => object.id).sort(naturally);
     const key = ids.join("\n");
     if (cells.owns.dataset.ids === key) return;
     cells.owns.dataset.ids = key;

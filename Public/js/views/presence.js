@@ -6,6 +6,7 @@
 import { readable, segment } from "../api.js";
 import { brief, el, schedule } from "../frame.js";
 import { ObjectsQuery } from "../objects-query.js";
+import { shortValue } from "./value.js";
 
 const LIMIT = 100;
 const MAX_SELECT = 32;
@@ -98,7 +99,7 @@ export class PresenceView {
     const others = Object.entries(values).filter(([name]) => name !== "user");
     return el("li", { dataset: { object: id, owner: owner ?? "" } },
       el("strong", {}, values.user != null ? String(values.user) : id), " ",
-      others.map(([name, value]) => el("span", { class: "mono" }, `${name}: ${brief(value, 40)} `)),
+      others.map(([name, value]) => el("span", { class: "mono" }, `${name}: `, shortValue(value, 40, `${id}.${name}`), " ")),
       el("div", { class: "hint" }, el("span", { class: "mono" }, id),
         owner ? [" · owner ", el("span", { class: "mono" }, owner),
           observer && observer.streams === 0 ? " (no stream: leaves when its lease runs out)" : ""] : " · no owner"));

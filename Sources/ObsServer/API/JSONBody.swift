@@ -97,7 +97,7 @@ struct JSONBody {
         var strings: [String] = []
         for element in elements {
             guard case .string(let text) = element else {
-                throw CoreError(.typeMismatch, "\(key) must be strings, not a \(element.typeName)")
+                throw CoreError(.typeMismatch, "\(key) must be strings, not \(element.typeNameWithArticle)")
             }
             strings.append(text)
         }
@@ -117,7 +117,7 @@ struct JSONBody {
 
     private func mismatch(_ key: String, _ expected: String, _ value: JSON) -> CoreError {
         CoreError(
-            .typeMismatch, "'\(key)' must be \(expected), not a \(value.typeName)",
+            .typeMismatch, "'\(key)' must be \(expected), not \(value.typeNameWithArticle)",
             details: ["field": .string(key), "got": .string(value.typeName)])
     }
 }

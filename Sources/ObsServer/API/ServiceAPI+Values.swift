@@ -29,7 +29,7 @@ extension ServiceAPI {
             var indexes: [Int] = []
             for index in try body.required("indexes", body.array) {
                 guard case .int(let value) = index else {
-                    throw CoreError(.typeMismatch, "indexes must be integers, not a \(index.typeName)")
+                    throw CoreError(.typeMismatch, "indexes must be integers, not \(index.typeNameWithArticle)")
                 }
                 indexes.append(value)
             }

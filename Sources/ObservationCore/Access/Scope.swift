@@ -21,7 +21,7 @@ public final class Scope: Sendable, Hashable {
     /// Parses and checks one scope; throws `invalidRequest` (or `invalidName`) for any flaw.
     init(_ json: JSON, at index: Int) throws(CoreError) {
         guard case .object(let members) = json else {
-            throw Self.invalid(index, "must be an object, not \(json.typeName)")
+            throw Self.invalid(index, "must be an object, not \(json.typeNameWithArticle)")
         }
         for (key, _) in members where !Self.fields.contains(key) {
             throw Self.invalid(index, "has no field '\(key)' (allowed: \(Self.fields.joined(separator: ", ")))")
@@ -73,7 +73,7 @@ public final class Scope: Sendable, Hashable {
                 throw invalid(index, "\(field) '\(pattern.prefix(140))' is not a valid pattern")
             }
             return glob
-        case let other?: throw invalid(index, "\(field) must be a pattern string, not \(other.typeName)")
+        case let other?: throw invalid(index, "\(field) must be a pattern string, not \(other.typeNameWithArticle)")
         }
     }
 

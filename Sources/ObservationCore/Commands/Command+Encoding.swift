@@ -294,7 +294,8 @@ private struct Fields {
     init(_ members: JSONObject) { self.members = members }
 
     private func missing(_ name: String, _ type: String) -> CommandDecodingError {
-        CommandDecodingError(description: "'\(name)' must be \(type), not \(members[name]?.typeName ?? "absent")")
+        CommandDecodingError(
+            description: "'\(name)' must be \(type), not \(members[name]?.typeNameWithArticle ?? "absent")")
     }
 
     func json(_ name: String) throws(CommandDecodingError) -> JSON {

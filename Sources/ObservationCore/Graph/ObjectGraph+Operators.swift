@@ -11,7 +11,7 @@ extension ObjectGraph {
         case .array(let array): elements = array
         case .null: elements = []
         default:
-            throw CoreError(.notACollection, "@\(op.rawValue) needs an array, not a \(collection.typeName)")
+            throw CoreError(.notACollection, "@\(op.rawValue) needs an array, not \(collection.typeNameWithArticle)")
         }
         if op == .count { return .int(elements.count) }
         var operands: [JSON] = []
@@ -53,7 +53,8 @@ extension ObjectGraph {
                 real += value
                 isInteger = false
             default:
-                throw CoreError(.typeMismatch, "@\(op.rawValue) needs numbers, and found a \(operand.typeName)")
+                throw CoreError(
+                    .typeMismatch, "@\(op.rawValue) needs numbers, and found \(operand.typeNameWithArticle)")
             }
         }
         return isInteger ? .int(integer) : .double(real)
@@ -66,7 +67,7 @@ extension ObjectGraph {
             guard let order = order(operand, best) else {
                 throw CoreError(
                     .typeMismatch,
-                    "@\(op.rawValue) compares numbers or strings, and found a \(operand.typeName) and a \(best.typeName)"
+                    "@\(op.rawValue) compares numbers or strings, and found \(operand.typeNameWithArticle) and \(best.typeNameWithArticle)"
                 )
             }
             if op == .min ? order < 0 : order > 0 { best = operand }

@@ -72,7 +72,7 @@ extension ObjectGraph {
             } else {
                 throw CoreError(
                     .invalidKeyPath,
-                    "'\(walked.joined(separator: "."))' is \(value.isNull ? "null" : "a \(value.typeName)"), not an object; "
+                    "'\(walked.joined(separator: "."))' is \(value.isNull ? "null" : value.typeNameWithArticle), not an object; "
                         + "intermediate objects are not created implicitly")
             }
         }
@@ -99,7 +99,8 @@ extension ObjectGraph {
             }
             guard spec.type.accepts(value) else {
                 throw CoreError(
-                    .typeMismatch, "'\(target.key)' of \(schema.name) is a \(spec.type.name), not a \(value.typeName)",
+                    .typeMismatch,
+                    "'\(target.key)' of \(schema.name) is \(withArticle(spec.type.name)), not \(value.typeNameWithArticle)",
                     details: ["expected": .object(spec.type.json), "got": .string(value.typeName)])
             }
             type = spec.type
@@ -121,7 +122,8 @@ extension ObjectGraph {
                 if case .ref(let className?)? = type, target.className != className {
                     throw CoreError(
                         .typeMismatch,
-                        "'\(key)' must refer to a \(className), and '\(id)' is a \(target.className ?? "plain object")")
+                        "'\(key)' must refer to \(withArticle(className)), and '\(id)' is \(withArticle(target.className ?? "plain object"))"
+                    )
                 }
             } else {
                 if members["$ref"] != nil {

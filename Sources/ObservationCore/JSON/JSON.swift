@@ -84,6 +84,11 @@ extension JSON {
         case .object: referencedID == nil ? "object" : "ref"
         }
     }
+
+    /// `typeName` as a sentence says it: "an array", "a string", "null".
+    public var typeNameWithArticle: String {
+        isNull ? "null" : withArticle(typeName)
+    }
 }
 
 extension JSON: Equatable {
@@ -131,4 +136,10 @@ extension JSON: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expressibl
 extension JSON: CustomStringConvertible {
     /// The compact JSON text of this value.
     public var description: String { String(decoding: encoded(), as: UTF8.self) }
+}
+
+/// `noun` after "a" or "an" as it is said: "an array", "an integer", "a string".
+public func withArticle(_ noun: String) -> String {
+    guard let first = noun.first, "aeiouAEIOU".contains(first) else { return "a \(noun)" }
+    return "an \(noun)"
 }

@@ -1,7 +1,8 @@
 /// Parses JSON text (RFC 8259) into `JSON`.
 ///
 /// Strict: one value, optional surrounding white space, valid UTF-8, no
-/// trailing commas, no NaN or infinity. Nesting deeper than `maxDepth` is an
+/// trailing commas, no NaN or infinity, no member name twice in one object
+/// (RFC 8259 leaves duplicates open; last-wins would hide a typo). Nesting deeper than `maxDepth` is an
 /// error, so hostile input cannot exhaust the stack; a string (value or member
 /// name) of more than `maxStringBytes` UTF-8 bytes is `payloadTooLarge`. Errors
 /// say where they are, as a byte offset.
@@ -82,7 +83,9 @@ public struct JSONParser: ~Copyable {
         while true {
             skipWhitespace()
             guard peek(UInt8(ascii: "\"")) else { throw failure("expected a member name in double quotes") }
+            let keyStart = index
             let key = try string()
+            guard members[key] == nil else { throw failure("duplicate member name '\(key)'", at: keyStart) }
             skipWhitespace()
             try expect(UInt8(ascii: ":"))
             skipWhitespace()

@@ -48,7 +48,7 @@ struct QueryDefinition: Sendable {
             try Names.checkID(name, "class name")
             guard stored || classExists(name) else { throw CoreError.notFound("class", name) }
             className = name
-        case let other?: throw Self.invalid("class", "must be a class name, not \(other.typeName)")
+        case let other?: throw Self.invalid("class", "must be a class name, not \(other.typeNameWithArticle)")
         }
         let conditions = try Self.list(definition["where"], "where", max: Self.maxConditions).map {
             (item) throws(CoreError) in try QueryCondition(item, checker: checker, className: className)
@@ -119,7 +119,7 @@ struct QueryDefinition: Sendable {
         case nil, .null?: return []
         case .array(let items)? where items.count <= max: return items
         case .array?: throw invalid(field, "holds at most \(max) entries")
-        case let other?: throw invalid(field, "must be an array, not \(other.typeName)")
+        case let other?: throw invalid(field, "must be an array, not \(other.typeNameWithArticle)")
         }
     }
 
@@ -146,7 +146,7 @@ struct QueryCondition: Sendable {
             case .string(let name) = parts[1]
         else { throw QueryDefinition.invalid("where", "holds conditions [keyPath, operator, operand]") }
         guard let op = Operator(rawValue: name) else {
-            throw CoreError.unknownField(name, in: "operators", allowed: Operator.allCases.map(\.rawValue))
+            throw Self.unknownOperator(name)
         }
         let path = try KeyPath(text)
         try checker.check(path, from: className)
@@ -179,12 +179,26 @@ struct QueryCondition: Sendable {
         self.operand = operand
     }
 
+    /// An operator that is not one of the contract's, named as one (not as a request field).
+    private static func unknownOperator(_ name: String) -> CoreError {
+        let allowed = Operator.allCases.map(\.rawValue)
+        var message = "'where': unknown operator '\(name)'"
+        var details: JSONObject = ["field": "where", "operator": .string(name)]
+        if let suggestion = Suggestion.closest(to: name, in: allowed) {
+            message += "; did you mean '\(suggestion)'?"
+            details["suggestion"] = .string(suggestion)
+        }
+        message += " (the operators: \(allowed.joined(separator: " ")))"
+        return CoreError(.invalidRequest, message, details: details)
+    }
+
     /// A number compared with a string property (or the reverse) could never match: refused.
     private static func check(_ operand: JSON, against type: PropertyType?, _ path: KeyPath) throws(CoreError) {
         let numeric = type == .number || type == .integer
         guard (numeric && operand.isString) || (type == .string && operand.number != nil) else { return }
         throw CoreError(
-            .typeMismatch, "'\(path)' holds \(numeric ? "numbers" : "strings"); the operand is \(operand.typeName)",
+            .typeMismatch,
+            "'\(path)' holds \(numeric ? "numbers" : "strings"); the operand is \(operand.typeNameWithArticle)",
             details: ["keyPath": .string(path.description)])
     }
 

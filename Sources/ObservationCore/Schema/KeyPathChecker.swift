@@ -63,10 +63,12 @@ struct KeyPathChecker {
                 case .untyped: element = .untyped
                 case .classed(let schema):
                     throw CoreError(
-                        .notACollection, "@\(op.rawValue) needs a collection, and a \(schema.name) is an object")
+                        .notACollection,
+                        "@\(op.rawValue) needs a collection, and \(withArticle(schema.name)) is an object")
                 case .scalar(let type, let owner):
                     throw CoreError(
-                        .notACollection, "@\(op.rawValue) needs a collection, and '\(owner)' is a \(type.name)")
+                        .notACollection,
+                        "@\(op.rawValue) needs a collection, and '\(owner)' is \(withArticle(type.name))")
                 }
                 _ = try context(after: components[(offset + 1)...], from: element, visit: visit)
                 return .untyped
@@ -85,7 +87,7 @@ struct KeyPathChecker {
             return .array(element: try step(element, key, visit))
         case .scalar(let type, let owner):
             throw CoreError(
-                .unknownKeyPath, "'\(owner)' is a \(type.name); it has no key '\(key)'",
+                .unknownKeyPath, "'\(owner)' is \(withArticle(type.name)); it has no key '\(key)'",
                 details: ["key": .string(key)])
         case .classed(let schema):
             guard let spec = schema.properties[key] else {

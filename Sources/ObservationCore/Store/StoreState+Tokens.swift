@@ -67,7 +67,8 @@ extension StoreState {
             expiry = .some(try Self.expiry(Int(seconds), from: time))
         case let other?:
             throw CoreError(
-                .invalidRequest, "ttl must be seconds or null, not \(other.typeName)", details: ["field": "ttl"])
+                .invalidRequest, "ttl must be seconds or null, not \(other.typeNameWithArticle)",
+                details: ["field": "ttl"])
         }
         tokens.update(id) { token in
             if let grant { token.access = token.access.with(grant: grant) }

@@ -66,7 +66,7 @@ extension StoreState {
         let current = graph.storedValue(at: target)
         guard case .array(let array) = current else {
             throw CoreError(
-                .notACollection, "'\(path)' is \(current.isNull ? "null" : "a \(current.typeName)"), not an array")
+                .notACollection, "'\(path)' is \(current.isNull ? "null" : current.typeNameWithArticle), not an array")
         }
         let result = try mutation.applied(to: array)
         try graph.checkAssignable(.array(result), to: target)
