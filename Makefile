@@ -98,7 +98,7 @@ resolve: deps
 ## The binary the image carries: release, the Swift runtime linked in (the runtime image has no Swift).
 static: $(if $(ALL_DEPS),resolve,deps)
 	@$(call phase,static) $(if $(ALL_DEPS),$(LOW)) $(SWIFT) build -c release --static-swift-stdlib \
-	  --disable-index-store --scratch-path $(STATIC_DIR)
+	  --scratch-path $(STATIC_DIR)
 
 ## The container image (IMAGE=obs-server) with podman or docker, whichever is installed (podman when
 ## neither is), on debian:bookworm-slim or, without a registry, a base made with mmdebstrap.
@@ -133,7 +133,7 @@ lint: $(VENV)/.ready
 ## `swift test` runs and the black-box tests and the bench smoke start (.build/debug/obs-server).
 build-tests: $(if $(ALL_DEPS),resolve,deps)
 	@mkdir -p build
-	@$(call phase,build) bash -eo pipefail -c '$(SWIFT) build --build-tests --disable-index-store 2>&1 | tee build/build.log; \
+	@$(call phase,build) bash -eo pipefail -c '$(SWIFT) build --build-tests 2>&1 | tee build/build.log; \
 	  if grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log; then echo "warnings in project code"; exit 1; fi'
 
 test-swift: build-tests
@@ -164,7 +164,7 @@ test-image: $(VENV)/.ready deps-image static $(if $(ALL_DEPS),image-base)
 ## Every Swift suite under ThreadSanitizer, built once (the run does not build again).
 tsan-build: $(if $(ALL_DEPS),resolve,deps)
 	@$(call phase,tsan-build) env OBS_TSAN=1 $(if $(ALL_DEPS),$(LOW)) $(SWIFT) build --build-tests --sanitize=thread \
-	  --disable-index-store --scratch-path $(TSAN_DIR)
+	  --scratch-path $(TSAN_DIR)
 
 test-tsan: tsan-build
 	@$(call phase,tsan) env OBS_FUZZ_SECONDS=1 OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 \
