@@ -17,8 +17,12 @@ DATA_DIR   ?= data
 # its name and its time recorded for the table at the end (.ci/phase, .ci/phases). Alone, a target
 # runs as it is.
 phase       = $(if $(ALL_DEPS),.ci/phase $(1))
-# The builds no test waits for yet (release, ThreadSanitizer) take the CPU the tests leave.
-LOW        := nice -n 19
+# A test phase: under `make test` its failure is recorded and the phases ordered after it still run.
+test_phase  = $(if $(ALL_DEPS),.ci/phase --go-on $(1))
+# The builds no test waits for yet (release, ThreadSanitizer, the image's base) take only the CPU the
+# tests leave: SCHED_IDLE, which the compiler processes inherit (swift-build starts them at nice 0
+# whatever its own nice is).
+LOW        := chrt --idle 0
 # Black-box workers (pytest-xdist, a file per worker at a time: a file's module fixtures stay whole).
 BLACKBOX_WORKERS ?= 3
 
@@ -122,12 +126,12 @@ TEST_PHASES := deps resolve venv lint build deps-tests swift-test js black-box s
 test:
 	@rm -rf build/phases && mkdir -p build/phases && date +%s.%N >build/phases/.began
 	@status=0; $(MAKE) --no-print-directory -j16 --keep-going ALL_DEPS=1 test-phases || status=$$?; \
-	  python3 .ci/phases build/phases $(TEST_PHASES); exit $$status
+	  python3 .ci/phases build/phases $(TEST_PHASES) || status=1; exit $$status
 
 test-phases: lint test-swift test-js test-blackbox test-image test-bench-smoke test-tsan
 
 lint: $(VENV)/.ready
-	@$(call phase,lint) bash -eo pipefail -c '$(SWIFT) format lint --strict -r Sources Tests; $(VENV)/bin/hadolint Dockerfile'
+	@$(call test_phase,lint) bash -eo pipefail -c '$(SWIFT) format lint --strict -r Sources Tests; $(VENV)/bin/hadolint Dockerfile'
 
 ## The debug build of every target, the tests' included (a warning in our own code fails it): what
 ## `swift test` runs and the black-box tests and the bench smoke start (.build/debug/obs-server).
@@ -137,27 +141,27 @@ build-tests: $(if $(ALL_DEPS),resolve,deps)
 	  if grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log; then echo "warnings in project code"; exit 1; fi'
 
 test-swift: build-tests
-	@$(call phase,swift-test) $(SWIFT) test --skip-build
+	@$(call test_phase,swift-test) $(SWIFT) test --skip-build
 
 ## The browser code's wire module and client (Public/client) under `node --test`. The files are named, not
 ## the directory: Node 21 and later take the arguments as globs and would run the bare directory as a file.
 test-js: deps-node
-	@$(call phase,js) bash -c 'node --test Tests/js/*.test.mjs'
+	@$(call test_phase,js) bash -c 'node --test Tests/js/*.test.mjs'
 
 ## The files side by side, one file per worker at a time (each file's servers, PostgreSQL, nginx,
 ## namespaces and mounts are its own; one chromium per worker).
 test-blackbox: $(VENV)/.ready deps-browser deps-blackbox deps-cluster build-tests
-	@$(call phase,black-box) $(VENV)/bin/pytest -q -n $(BLACKBOX_WORKERS) --dist loadfile --no-loadscope-reorder Tests/blackbox
+	@$(call test_phase,black-box) $(VENV)/bin/pytest -q -n $(BLACKBOX_WORKERS) --dist loadfile --no-loadscope-reorder Tests/blackbox
 
 ## The image's base (mmdebstrap: a minute of downloads and unpacking) made while Swift builds; the image
 ## check finds it in build/image/base.tar.
 image-base: deps-image
 	@$(call phase,image-base) bash -c 'if command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then \
-	  python3 deploy/image.py --base-only; fi'
+	  $(if $(ALL_DEPS),$(LOW)) python3 deploy/image.py --base-only; fi'
 
 ## The image built by podman from the static binary and run from the image (Tests/image).
 test-image: $(VENV)/.ready deps-image static $(if $(ALL_DEPS),image-base)
-	@$(call phase,image) bash -c 'if command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then \
+	@$(call test_phase,image) bash -c 'if command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then \
 	  $(VENV)/bin/pytest -q Tests/image; \
 	else echo "SKIPPED: the image check (podman or mmdebstrap could not be installed here)"; fi'
 
@@ -166,8 +170,10 @@ tsan-build: $(if $(ALL_DEPS),resolve,deps)
 	@$(call phase,tsan-build) env OBS_TSAN=1 $(if $(ALL_DEPS),$(LOW)) $(SWIFT) build --build-tests --sanitize=thread \
 	  --scratch-path $(TSAN_DIR)
 
-test-tsan: tsan-build
-	@$(call phase,tsan) env OBS_FUZZ_SECONDS=1 OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 \
+## Under `make test` the suites that use both cores (swift test, the bench smoke, TSan) run one after
+## the other, next to the black-box files (which mostly wait): timing bounds in them hold on 2 cores.
+test-tsan: tsan-build $(if $(ALL_DEPS),| test-blackbox test-bench-smoke)
+	@$(call test_phase,tsan) env OBS_FUZZ_SECONDS=1 OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 \
 	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_DIR)
 
 ## `make bench PEERS_RUNS=3` for the medians issue 15 is judged by (about 40 minutes instead of 15).
@@ -179,8 +185,8 @@ PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port}
 ## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
 ## The bench cannot rot: ../shared/bench's W1-W4 and the cluster bench, a few seconds each, on the
 ## debug build; checks deliveries, gaps and errors, never timings.
-test-bench-smoke: deps-bench deps-cluster build-tests
-	@$(call phase,bench-smoke) python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
+test-bench-smoke: deps-bench deps-cluster build-tests $(if $(ALL_DEPS),| test-swift)
+	@$(call test_phase,bench-smoke) env -u MAKEFLAGS python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
 bench: deps-bench release bench-peers bench-cluster bench-queries bench-scoped bench-presence
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
