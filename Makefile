@@ -30,7 +30,8 @@ BLACKBOX_WORKERS ?= 3
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
-	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, thread sanitizer)"
+	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, image, bench smoke,"
+	@echo "             thread sanitizer), side by side where they can; a table of each phase's seconds at the end"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
 	@echo "make bench-queries - release build, then W5/W6 and memory of queries (BENCHMARKS.md, issue 35)"
 	@echo "make bench-scoped - release build, then W1 and W2 with scoped tokens against the admin token (issue 36)"
