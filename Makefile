@@ -6,8 +6,6 @@ SHELL      := /bin/bash
 SWIFT      ?= swift
 HOST       ?= 127.0.0.1
 PORT       ?= 8080
-SUDO       := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo)
-APT_GET    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 TSAN_DIR   := .build-tsan
 STATIC_DIR := .build-static
 IMAGE      ?= obs-server
