@@ -118,8 +118,9 @@ run: release
 ## bench smoke, then all Swift suites again under ThreadSanitizer with a data directory per test server
 ## (OBS_TEST_DURABLE=1; OBS_TSAN=1 swaps Mutex for a lock TSan can see: see Sources/ObservationCore/Locked.swift).
 ## The phases run side by side as soon as what they need is there (make -j, ALL_DEPS=1: one install of
-## the test packages, the release and TSan builds at low priority); on a failure the others go on
-## (--keep-going), and the table of every phase's start, seconds and result comes last either way.
+## the test packages, the release and TSan builds at SCHED_IDLE, the suites one after the other: see
+## test-tsan); on a failure the others go on (--keep-going, test phases --go-on), and the table of
+## every phase's start, seconds and result comes last either way (BENCHMARKS.md, "CI time").
 TEST_PHASES := deps resolve venv lint build deps-tests swift-test js black-box static image-base image bench-smoke \
   tsan-build tsan
 test:
