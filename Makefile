@@ -6,19 +6,30 @@ SHELL      := /bin/bash
 SWIFT      ?= swift
 HOST       ?= 127.0.0.1
 PORT       ?= 8080
-SUDO       := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo)
-APT_GET    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 TSAN_DIR   := .build-tsan
 STATIC_DIR := .build-static
 IMAGE      ?= obs-server
 VENV       := .venv
 DATA_DIR   ?= data
+# `make test` runs its phases side by side (make -j, see `test`): each phase's output is prefixed with
+# its name and its time recorded for the table at the end (.ci/phase, .ci/phases). Alone, a target
+# runs as it is.
+phase       = $(if $(ALL_DEPS),.ci/phase $(1))
+# A test phase: under `make test` its failure is recorded and the phases ordered after it still run.
+test_phase  = $(if $(ALL_DEPS),.ci/phase --go-on $(1))
+# The builds no test waits for yet (release, ThreadSanitizer, the image's base) take only the CPU the
+# tests leave: SCHED_IDLE, which the compiler processes inherit (swift-build starts them at nice 0
+# whatever its own nice is).
+LOW        := chrt --idle 0
+# Black-box workers (pytest-xdist, a file per worker at a time: a file's module fixtures stay whole).
+BLACKBOX_WORKERS ?= 3
 
-.PHONY: run build release static image deps deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence soak callgrind clean help
+.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
-	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, thread sanitizer)"
+	@echo "make test   - install what is missing, then every test (lint, swift test, JavaScript, black-box, image, bench smoke,"
+	@echo "             thread sanitizer), side by side where they can; a table of each phase's seconds at the end"
 	@echo "make bench  - release build, then the load tests in bench/ (table in BENCHMARKS.md)"
 	@echo "make bench-queries - release build, then W5/W6 and memory of queries (BENCHMARKS.md, issue 35)"
 	@echo "make bench-scoped - release build, then W1 and W2 with scoped tokens against the admin token (issue 36)"
@@ -27,66 +38,54 @@ help:
 	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
 	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
 
-## System packages: checked with pkg-config / command -v, installed with apt-get when missing.
+## System packages: checked (pkg-config, command -v) and, when missing, installed with apt-get by
+## .ci/packages, which runs at most one `apt-get update` and one `apt-get install` per call.
+## Under `make test` the test packages are all installed by one call (deps-tests) while Swift builds;
+## the deps-* targets then find them there.
 deps:
-	@command -v pkg-config >/dev/null && pkg-config --exists libmicrohttpd sqlite3 libpq libcrypto || { \
-	  echo "==> installing libmicrohttpd-dev, libsqlite3-dev, libpq-dev, libssl-dev and pkg-config"; \
-	  $(APT_GET) update -qq && $(APT_GET) install -y -qq libmicrohttpd-dev libsqlite3-dev libpq-dev libssl-dev pkg-config >/dev/null; }
+	@$(call phase,deps) .ci/packages build $(if $(ALL_DEPS),venv)
+
+deps-tests: deps
+	@$(call phase,deps-tests) .ci/packages node blackbox browser cluster image bench
 
 ## The cluster tests start a private PostgreSQL and nginx as the load balancer (Debian's packages).
-deps-cluster:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v psql >/dev/null && command -v nginx >/dev/null \
-	  && command -v runuser >/dev/null || { \
-	  echo "==> installing postgresql and nginx"; $(APT_GET) update -qq \
-	  && $(APT_GET) install -y -qq postgresql postgresql-client nginx util-linux >/dev/null; }
+deps-cluster: $(if $(ALL_DEPS),deps-tests)
+	@.ci/packages cluster
 
 ## Python tools for the black-box tests, in a virtual environment of our own.
-$(VENV)/.ready: Tests/blackbox/requirements.txt
-	@python3 -c 'import venv, ensurepip' 2>/dev/null || { \
-	  echo "==> installing python3-venv"; $(APT_GET) update -qq && $(APT_GET) install -y -qq python3-venv >/dev/null; }
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r Tests/blackbox/requirements.txt
+deps-venv: $(if $(ALL_DEPS),deps)
+	@.ci/packages venv
+
+$(VENV)/.ready: Tests/blackbox/requirements.txt | deps-venv
+	@$(call phase,venv) bash -c 'python3 -m venv $(VENV) && \
+	  $(VENV)/bin/pip install -q --disable-pip-version-check -r Tests/blackbox/requirements.txt'
 	@touch $@
 
 ## The black-box suites also run the README's curl walk-through (curl, jq), mount a small tmpfs
 ## (a full disk) and make network namespaces (a vanished client): iproute2 and util-linux's mount.
-deps-blackbox:
-	@command -v curl >/dev/null && command -v jq >/dev/null && command -v ip >/dev/null && command -v mount >/dev/null || { \
-	  echo "==> installing curl, jq, iproute2 and mount"; $(APT_GET) update -qq \
-	  && $(APT_GET) install -y -qq curl jq iproute2 mount >/dev/null; }
+deps-blackbox: $(if $(ALL_DEPS),deps-tests)
+	@.ci/packages blackbox
 
 ## The browser tests drive Debian's chromium through its chromedriver (never a downloaded one).
-deps-browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
-	  echo "==> installing chromium and chromium-driver"; $(APT_GET) update -qq \
-	  && $(APT_GET) install -y -qq chromium chromium-driver >/dev/null; }
+deps-browser: $(if $(ALL_DEPS),deps-tests)
+	@.ci/packages browser
 
 ## The JavaScript tests run under Node's own test runner: Debian's nodejs (18 or later), no npm package.
-deps-node:
-	@command -v node >/dev/null || { \
-	  echo "==> installing nodejs"; $(APT_GET) update -qq && $(APT_GET) install -y -qq nodejs >/dev/null; }
+deps-node: $(if $(ALL_DEPS),deps-tests)
+	@.ci/packages node
 
 ## The image check builds with Debian's podman (no daemon; chroot isolation) on a Debian base made from
 ## Debian's packages with mmdebstrap (no image registry needed). Where podman cannot be installed, the
 ## check says so and is skipped.
-deps-image:
-	@command -v podman >/dev/null && command -v mmdebstrap >/dev/null || { \
-	  echo "==> installing podman and mmdebstrap"; $(APT_GET) update -qq \
-	  && $(APT_GET) install -y -qq podman mmdebstrap >/dev/null; } \
-	  || echo "podman cannot be installed here: the image check will be skipped"
+deps-image: $(if $(ALL_DEPS),deps-tests)
+	@.ci/packages image
 
-deps-bench: deps
-	@command -v wrk >/dev/null && command -v taskset >/dev/null && command -v nginx >/dev/null \
-	  && command -v etcd >/dev/null \
-	  && [ -e /usr/share/nginx/modules-available/mod-nchan.conf -o -e /usr/lib/nginx/modules/ngx_nchan_module.so ] || { \
-	  echo "==> installing wrk, nginx, nchan and etcd"; $(APT_GET) update -qq \
-	  && $(APT_GET) install -y -qq wrk util-linux nginx libnginx-mod-nchan etcd-server gcc make >/dev/null; }
+deps-bench: deps $(if $(ALL_DEPS),deps-tests)
+	@.ci/packages bench
 
 ## callgrind and callgrind_control (Debian's valgrind); objcopy (binutils) strips the debug sections valgrind cannot read.
 deps-valgrind:
-	@command -v valgrind >/dev/null && command -v callgrind_control >/dev/null && command -v objcopy >/dev/null || { \
-	  echo "==> installing valgrind and binutils"; $(APT_GET) update -qq \
-	  && $(APT_GET) install -y -qq valgrind binutils >/dev/null; }
+	@.ci/packages valgrind
 
 build: deps
 	$(SWIFT) build
@@ -94,9 +93,15 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+## The packages the three builds share (Package.resolved is not committed), fetched once before they
+## start side by side under `make test`.
+resolve: deps
+	@$(call phase,resolve) $(SWIFT) package resolve
+
 ## The binary the image carries: release, the Swift runtime linked in (the runtime image has no Swift).
-static: deps
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(STATIC_DIR)
+static: $(if $(ALL_DEPS),resolve,deps)
+	@$(call phase,static) $(if $(ALL_DEPS),$(LOW)) $(SWIFT) build -c release --static-swift-stdlib \
+	  --scratch-path $(STATIC_DIR)
 
 ## The container image (IMAGE=obs-server) with podman or docker, whichever is installed (podman when
 ## neither is), on debian:bookworm-slim or, without a registry, a base made with mmdebstrap.
@@ -109,37 +114,68 @@ run: release
 	.build/release/obs-server --host $(HOST) --port $(PORT) --public-dir Public --data-dir $(DATA_DIR) $(ARGS)
 
 ## Tests: format lint, no warnings in our own code, all Swift suites (in memory), the JavaScript suites
-## (node --test), the black-box suites (SIGKILL, schemathesis, browser) against the binary, then all Swift
-## suites again under ThreadSanitizer with a data directory per test server (OBS_TEST_DURABLE=1; OBS_TSAN=1
-## swaps Mutex for a lock TSan can see: see Sources/ObservationCore/Locked.swift).
-test: deps lint test-swift test-js test-blackbox test-image test-bench-smoke test-tsan
+## (node --test), the black-box suites (SIGKILL, schemathesis, browser) against the binary, the image, the
+## bench smoke, then all Swift suites again under ThreadSanitizer with a data directory per test server
+## (OBS_TEST_DURABLE=1; OBS_TSAN=1 swaps Mutex for a lock TSan can see: see Sources/ObservationCore/Locked.swift).
+## The phases run side by side as soon as what they need is there (make -j, ALL_DEPS=1: one install of
+## the test packages, the release and TSan builds at SCHED_IDLE, the suites one after the other: see
+## test-tsan); on a failure the others go on (--keep-going, test phases --go-on), and the table of
+## every phase's start, seconds and result comes last either way (BENCHMARKS.md, "CI time").
+TEST_PHASES := deps resolve venv lint build deps-tests swift-test js black-box static image-base image bench-smoke \
+  tsan-build tsan
+test:
+	@rm -rf build/phases && mkdir -p build/phases && date +%s.%N >build/phases/.began
+	@status=0; $(MAKE) --no-print-directory -j16 --keep-going ALL_DEPS=1 test-phases || status=$$?; \
+	  python3 .ci/phases build/phases $(TEST_PHASES) || status=1; exit $$status
+
+test-phases: lint test-swift test-js test-blackbox test-image test-bench-smoke test-tsan
 
 lint: $(VENV)/.ready
-	$(SWIFT) format lint --strict -r Sources Tests
-	$(VENV)/bin/hadolint Dockerfile
+	@$(call test_phase,lint) bash -eo pipefail -c '$(SWIFT) format lint --strict -r Sources Tests; $(VENV)/bin/hadolint Dockerfile'
 
-test-swift:
+## The debug build of every target, the tests' included (a warning in our own code fails it): what
+## `swift test` runs and the black-box tests and the bench smoke start (.build/debug/obs-server).
+build-tests: $(if $(ALL_DEPS),resolve,deps)
 	@mkdir -p build
-	$(SWIFT) build --build-tests 2>&1 | tee build/build.log
-	@! grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log || { echo "warnings in project code"; exit 1; }
-	$(SWIFT) test --skip-build
+	@$(call phase,build) bash -eo pipefail -c '$(SWIFT) build --build-tests 2>&1 | tee build/build.log; \
+	  if grep -E "^/.*/(Sources|Tests)/.*: warning:" build/build.log; then echo "warnings in project code"; exit 1; fi'
+
+test-swift: build-tests
+	@$(call test_phase,swift-test) $(SWIFT) test --skip-build
 
 ## The browser code's wire module and client (Public/client) under `node --test`. The files are named, not
 ## the directory: Node 21 and later take the arguments as globs and would run the bare directory as a file.
 test-js: deps-node
-	node --test Tests/js/*.test.mjs
+	@$(call test_phase,js) bash -c 'node --test Tests/js/*.test.mjs'
 
-test-blackbox: $(VENV)/.ready deps-browser deps-blackbox deps-cluster
-	$(VENV)/bin/pytest -q Tests/blackbox
+## The files side by side, one file per worker at a time (each file's servers, PostgreSQL, nginx,
+## namespaces and mounts are its own; one chromium per worker).
+test-blackbox: $(VENV)/.ready deps-browser deps-blackbox deps-cluster build-tests $(if $(ALL_DEPS),| test-bench-smoke)
+	@$(call test_phase,black-box) $(VENV)/bin/pytest -q -n $(BLACKBOX_WORKERS) --dist loadfile --no-loadscope-reorder Tests/blackbox
+
+## The image's base (mmdebstrap: a minute of downloads and unpacking) made while Swift builds; the image
+## check finds it in build/image/base.tar.
+image-base: deps-image
+	@$(call phase,image-base) bash -c 'if command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then \
+	  $(if $(ALL_DEPS),$(LOW)) python3 deploy/image.py --base-only; fi'
 
 ## The image built by podman from the static binary and run from the image (Tests/image).
-test-image: $(VENV)/.ready deps-image static
-	@if command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then \
+test-image: $(VENV)/.ready deps-image static $(if $(ALL_DEPS),image-base)
+	@$(call test_phase,image) bash -c 'if command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then \
 	  $(VENV)/bin/pytest -q Tests/image; \
-	else echo "SKIPPED: the image check (podman or mmdebstrap could not be installed here)"; fi
+	else echo "SKIPPED: the image check (podman or mmdebstrap could not be installed here)"; fi'
 
-test-tsan:
-	OBS_FUZZ_SECONDS=1 OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_DIR)
+## Every Swift suite under ThreadSanitizer, built once (the run does not build again).
+tsan-build: $(if $(ALL_DEPS),resolve,deps)
+	@$(call phase,tsan-build) env OBS_TSAN=1 $(if $(ALL_DEPS),$(LOW)) $(SWIFT) build --build-tests --sanitize=thread \
+	  --scratch-path $(TSAN_DIR)
+
+## Under `make test` the suites run one after the other (swift test, the bench smoke, the black-box
+## files, TSan), next to the builds at SCHED_IDLE: the time bounds in them (a dashboard frame under
+## 250 ms, streams ended within a second) hold on 2 cores only without another suite's load.
+test-tsan: tsan-build $(if $(ALL_DEPS),| test-blackbox)
+	@$(call test_phase,tsan) env OBS_FUZZ_SECONDS=1 OBS_TSAN=1 OBS_TEST_DURABLE=1 OBS_SOAK_SECONDS=10 \
+	  $(SWIFT) test --skip-build --sanitize=thread --scratch-path $(TSAN_DIR)
 
 ## `make bench PEERS_RUNS=3` for the medians issue 15 is judged by (about 40 minutes instead of 15).
 PEERS_RUNS ?= 1
@@ -150,8 +186,8 @@ PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port}
 ## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
 ## The bench cannot rot: ../shared/bench's W1-W4 and the cluster bench, a few seconds each, on the
 ## debug build; checks deliveries, gaps and errors, never timings.
-test-bench-smoke: deps-bench deps-cluster
-	python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
+test-bench-smoke: deps-bench deps-cluster build-tests $(if $(ALL_DEPS),| test-swift)
+	@$(call test_phase,bench-smoke) env -u MAKEFLAGS python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
 bench: deps-bench release bench-peers bench-cluster bench-queries bench-scoped bench-presence
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi

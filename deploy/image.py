@@ -143,9 +143,14 @@ def main():
     parser.add_argument("--base", default=os.environ.get("BASE") or None,
                         help="base image (default: debian:bookworm-slim, or one made with mmdebstrap)")
     parser.add_argument("--mmdebstrap", action="store_true", help="always use the mmdebstrap base")
+    parser.add_argument("--base-only", action="store_true",
+                        help="only make the mmdebstrap base (build/image/base.tar, imported), no binary needed")
     arguments = parser.parse_args()
     if not arguments.engine:
         sys.exit("neither podman nor docker is installed (apt-get install podman)")
+    if arguments.base_only:
+        make_base(arguments.engine)
+        return
     base = arguments.base or (make_base(arguments.engine) if arguments.mmdebstrap else pick_base(arguments.engine))
     build(arguments.engine, arguments.binary, arguments.tag, base)
     print(f"image: {arguments.tag}, {size(arguments.engine, arguments.tag) / 1e6:.1f} MB")

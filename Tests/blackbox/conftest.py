@@ -174,6 +174,22 @@ class EventStreamReader:
 
 FAILURE_DIR = ROOT / "build" / "browser-failures"
 
+# `make test` runs the files side by side (pytest-xdist, --dist loadfile --no-loadscope-reorder):
+# the slowest first, so that the workers end together (seconds per file: BENCHMARKS.md, "CI time").
+# Other files follow in name order, a cluster file (its own PostgreSQL and nodes) before the rest.
+SLOWEST_FIRST = ["test_cluster.py", "test_schemathesis.py", "test_dashboard.py", "test_liveness.py",
+                 "test_client_presence.py", "test_permissions.py", "test_dashboard_queries.py"]
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = item.path.name
+        if name in SLOWEST_FIRST:
+            return SLOWEST_FIRST.index(name)
+        return len(SLOWEST_FIRST) + (0 if name.startswith("test_cluster") else 1)
+
+    items.sort(key=rank)  # stable: a file's tests keep their order
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
