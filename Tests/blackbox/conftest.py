@@ -177,7 +177,7 @@ FAILURE_DIR = ROOT / "build" / "browser-failures"
 # `make test` runs the files side by side (pytest-xdist, --dist loadfile --no-loadscope-reorder):
 # the slowest first, so that the workers end together (seconds per file: BENCHMARKS.md, "CI time").
 # Other files follow in name order, a cluster file (its own PostgreSQL and nodes) before the rest.
-SLOWEST_FIRST = ["test_cluster.py", "test_schemathesis.py", "test_dashboard.py", "test_liveness.py",
+SLOWEST_FIRST = ["test_cluster.py", "test_schemathesis.py", "test_dashboard.py", "test_dashboard_layout.py", "test_liveness.py",
                  "test_client_presence.py", "test_permissions.py", "test_dashboard_queries.py"]
 
 
