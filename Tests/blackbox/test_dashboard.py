@@ -76,6 +76,16 @@ def fill(form, name, text):
     field.send_keys(text)
 
 
+def set_value(browser, object_id, key_path, value):
+    """Sets a value through the page's "Change an object" form; returns the form."""
+    form = browser.find_element(By.ID, "object-form")
+    fill(form, "object", object_id)
+    fill(form, "keyPath", key_path)
+    fill(form, "value", value)
+    form.find_element(By.CSS_SELECTOR, 'button[value="set"]').click()
+    return form
+
+
 def test_object_created_over_the_api_appears_within_one_second(server_factory, browser):
     server = server_factory().start()
     created(server, "/v1/objects", {"id": "p1"})
@@ -169,11 +179,7 @@ def test_the_page_shows_api_errors_as_readable_messages(server_factory, browser)
     server.request("PUT", "/v1/classes/Account", {"properties": {"balance": {"type": "number"}}})
     created(server, "/v1/objects", {"id": "acct-1", "class": "Account", "values": {"balance": 1}})
     open_dashboard(browser, server)
-    form = browser.find_element(By.ID, "object-form")
-    fill(form, "object", "acct-1")
-    fill(form, "keyPath", "balnce")
-    fill(form, "value", "2")
-    form.find_element(By.CSS_SELECTOR, 'button[value="set"]').click()
+    form = set_value(browser, "acct-1", "balnce", "2")
     result = form.find_element(By.CLASS_NAME, "result")
     wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#object-form .result"), "unknownKeyPath"))
     assert "400" in result.text and "did you mean 'balance'" in result.text

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from test_dashboard import attribute_values, click, created, fill, open_dashboard, shown, wait
+from test_dashboard import attribute_values, click, created, open_dashboard, set_value, shown, wait
 
 WIDTHS = [1440, 1024, 420]
 BIG = "x" * 900_000  # under the 1 MiB body limit
@@ -164,6 +164,13 @@ def test_a_900_kb_value_never_widens_the_page_and_the_layout_holds(server_factor
     save_full_page(browser, SCREENSHOTS / f"dashboard-{width}.png")
 
 
+def type_class(form, keys):
+    """Types over the Objects filter's class field, as a person does (clear() would apply an empty class)."""
+    field = form.find_element(By.NAME, "class")
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(keys)
+
+
 def accounts(server):
     server.request("PUT", "/v1/classes/Account", {"properties": {"balance": {"type": "number"}}})
     server.request("PUT", "/v1/classes/Person", {"properties": {"name": {"type": "string"}}})
@@ -182,15 +189,9 @@ def test_enter_apply_and_tab_on_the_objects_filter_each_leave_exactly_one_query(
     form = browser.find_element(By.ID, "query-form")
     expected = {"Account": ["acct-a", "acct-b"], "Person": ["person-1"]}
     for how, class_name in [("Enter", "Account"), ("Apply", "Person"), ("Tab", "Account")]:
-        field = form.find_element(By.NAME, "class")
-        field.send_keys(Keys.CONTROL, "a")  # typed over, as a person does (clear() would apply an empty class)
-        if how == "Enter":
-            field.send_keys(class_name + Keys.ENTER)
-        elif how == "Apply":
-            field.send_keys(class_name)
+        type_class(form, class_name + {"Enter": Keys.ENTER, "Apply": "", "Tab": Keys.TAB}[how])
+        if how == "Apply":
             click(browser, "#query-form button[type=submit]")
-        else:
-            field.send_keys(class_name + Keys.TAB)
         wait(browser).until(lambda b: rows(b) == expected[class_name], f"{how}: {rows(browser)}")
         wait(browser).until(lambda b: [q.get("class") for q in queries_of(server, observer)] == [class_name],
                             f"{how}: {queries_of(server, observer)}")
@@ -216,9 +217,7 @@ def test_an_unknown_class_keeps_the_last_good_window_and_makes_no_observer(serve
     [observer] = dashboard_observers(server)
     wait(browser).until(lambda b: len(queries_of(server, observer)) == 1)
     for keys in [Keys.TAB, Keys.ENTER]:
-        field = form.find_element(By.NAME, "class")
-        field.send_keys(Keys.CONTROL, "a")
-        field.send_keys("Nope" + keys)
+        type_class(form, "Nope" + keys)
         shown(browser, "#query-form .result.error", "no class 'Nope'")
         shown(browser, "#query-form .result.error", "the last filter that worked")
     click(browser, "#query-form button[type=submit]")  # Apply, a third time
@@ -238,11 +237,7 @@ def test_edit_starts_from_the_rows_object_alone(server_factory, browser, width):
     server = server_factory().start()
     accounts(server)
     open_dashboard(browser, server)
-    form = browser.find_element(By.ID, "object-form")
-    fill(form, "object", "acct-a")
-    fill(form, "keyPath", "balance")
-    fill(form, "value", "7")
-    form.find_element(By.CSS_SELECTOR, 'button[value="set"]').click()
+    form = set_value(browser, "acct-a", "balance", "7")
     shown(browser, "#object-form .result.ok", "acct-a.balance set")
     click(browser, 'button[aria-label="Edit acct-b"]')
     values = browser.execute_script(
