@@ -19,7 +19,7 @@ public struct StoreSession: Sendable {
         try store.read { state throws(CoreError) in
             try Authorization.check(.read, by: principal, access: nil)
             let access = try state.access(of: principal, at: .now())
-            let filter = try state.readFilter(of: principal, at: .now())
+            let filter = state.readFilter(of: principal, access: access)
             return try body(&state, Reader(principal: principal, access: access, filter: filter))
         }
     }

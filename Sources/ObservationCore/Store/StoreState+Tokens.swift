@@ -160,10 +160,11 @@ extension StoreState {
         }
     }
 
-    /// What `principal`'s reads may show at `time` (nil: everything): the filter its token's
-    /// read scopes make, kept with the token or the observer (a JWT's is made anew).
-    func readFilter(of principal: Principal, at time: Timestamp) throws(CoreError) -> ReadFilter? {
-        guard let access = try access(of: principal, at: time) else { return nil }
+    /// What `principal`'s reads may show (nil: everything), its token's `access` resolved
+    /// already: the filter its read scopes make, kept with the token or the observer (a JWT's
+    /// is made anew).
+    func readFilter(of principal: Principal, access: Access?) -> ReadFilter? {
+        guard let access else { return nil }
         switch principal {
         case .token(let id): return tokens.reader(of: id) ?? access.readFilter
         case .observer(let id): return observers[id]?.reader ?? access.readFilter
