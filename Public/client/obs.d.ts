@@ -211,9 +211,9 @@ export type TransactionOperation =
 /** What an operation answers in `results`: its single request's body. */
 export type TransactionResult<O extends TransactionOperation = TransactionOperation> =
   O extends CreateOperation ? ObjectInfo
-    : O extends DeleteOperation ? Record<string, never> | { state: "releasePending"; retainedBy: string[] }
+    : O extends DeleteOperation ? Record<never, never> | { state: "releasePending"; retainedBy: string[] }
       : O extends PostOperation ? { delivered: number }
-        : Record<string, never>;
+        : Record<never, never>;
 
 /** A condition on one object's state before the transaction: one of `ifRevision`, `exists`, `where`. */
 export type TransactionExpectation =
