@@ -1,0 +1,85 @@
+"""Transactions (contract 15) in the dashboard's live feed, in headless chromium against the real server:
+a transaction's admin events (the same `tx` and revision) are one entry, labelled with its id, that
+opens to show them; the filters find it by any of its events; one without an id stays separate events.
+"""
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select
+from test_dashboard import attribute_values, click, created, open_dashboard, shown, wait
+
+ENTRY = '#feed > li[data-kind="transaction"][data-tx="{}"]'
+
+
+def transact(server, body):
+    status, answer = server.request("POST", "/v1/transactions", body)
+    assert status == 200, answer
+    return answer
+
+
+def test_a_transactions_events_are_one_feed_entry_that_opens_to_them(server_factory, browser):
+    server = server_factory().start()
+    created(server, "/v1/objects", {"id": "acct-1", "values": {"balance": 100}})
+    created(server, "/v1/objects", {"id": "acct-2", "values": {"balance": 50}})
+    open_dashboard(browser, server)
+    answer = transact(server, {"id": "order-7", "operations": [
+        {"op": "set", "object": "acct-1", "keyPath": "balance", "value": 70},
+        {"op": "set", "object": "acct-2", "keyPath": "balance", "value": 80},
+        {"op": "create", "id": "order-7", "values": {"total": 30}},
+        {"op": "post", "name": "OrderPlaced", "object": "order-7"},
+    ]})
+    entry = ENTRY.format("order-7")
+    shown(browser, entry, "order-7")
+    shown(browser, entry, "valueChanged ×2")
+    shown(browser, entry, f"(rev {answer['revision']})")
+    text = browser.find_element(By.CSS_SELECTOR, f"{entry} summary").text
+    assert "objectCreated" in text and "notificationPosted" in text, text
+    # One entry: none of its events is an entry of its own, and closed, they are not shown.
+    assert attribute_values(browser, "#feed > li", "data-kind").count("valueChanged") == 0
+    assert attribute_values(browser, "#feed > li", "data-kind").count("objectCreated") == 2  # acct-1, acct-2
+    inner = f'{entry} li[data-kind="valueChanged"][data-object="acct-2"]'
+    assert not browser.find_element(By.CSS_SELECTOR, inner).is_displayed()
+
+    click(browser, f"{entry} summary")
+    wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, inner)))
+    shown(browser, inner, "acct-2.balance = 80")
+    assert attribute_values(browser, f"{entry} li", "data-kind") == \
+        ["valueChanged", "valueChanged", "objectCreated", "notificationPosted"]
+
+    # Later events are entries of their own; the open entry stays open.
+    server.request("PUT", "/v1/objects/acct-1/values/balance", {"value": 71})
+    shown(browser, '#feed > li[data-kind="valueChanged"][data-object="acct-1"]', "acct-1.balance = 71")
+    assert browser.find_element(By.CSS_SELECTOR, inner).is_displayed()
+
+    # A transaction without an id has no tx: its events stay separate entries.
+    transact(server, {"operations": [{"op": "set", "object": "acct-2", "keyPath": "balance", "value": 81}]})
+    shown(browser, '#feed > li[data-kind="valueChanged"][data-object="acct-2"]', "acct-2.balance = 81")
+    assert len(browser.find_elements(By.CSS_SELECTOR, '#feed > li[data-kind="transaction"]')) == 1
+
+    # The filters find the entry by any of its events; the kind "transaction" shows transactions only.
+    field = browser.find_element(By.ID, "feed-object")
+    field.send_keys("order-7")
+    wait(browser).until(lambda b: attribute_values(b, "#feed > li", "data-tx") == ["order-7"])
+    field.clear()
+    field.send_keys(" ")
+    Select(browser.find_element(By.ID, "feed-kind")).select_by_visible_text("transaction")
+    wait(browser).until(lambda b: attribute_values(b, "#feed > li", "data-tx") == ["order-7"])
+    assert browser.find_element(By.CSS_SELECTOR, inner).is_displayed(), "a redraw closed the open entry"
+    Select(browser.find_element(By.ID, "feed-kind")).select_by_visible_text("notificationPosted")
+    wait(browser).until(lambda b: attribute_values(b, "#feed > li", "data-tx") == ["order-7"])
+
+
+def test_a_transaction_of_a_hundred_events_is_one_entry(server_factory, browser):
+    server = server_factory().start()
+    for n in range(100):
+        created(server, "/v1/objects", {"id": f"acct-{n}", "values": {"balance": n}})
+    open_dashboard(browser, server)
+    answer = transact(server, {"id": "payday", "operations": [
+        {"op": "set", "object": f"acct-{n}", "keyPath": "balance", "value": n + 1} for n in range(100)]})
+    entry = ENTRY.format("payday")
+    # The admin stream sends them one by one, over any number of frames: the entry grows in place.
+    shown(browser, entry, "100 events: valueChanged ×100", timeout=10)
+    shown(browser, entry, f"(rev {answer['revision']})")
+    assert len(browser.find_elements(By.CSS_SELECTOR, entry)) == 1
+    assert len(browser.find_elements(By.CSS_SELECTOR, f"{entry} li")) == 100
+    assert attribute_values(browser, "#feed > li", "data-kind").count("valueChanged") == 0
