@@ -10,6 +10,8 @@
 
 /** What a reader does not know (an object it never saw): not `null`, which is a value. */
 export const UNKNOWN = Symbol("unknown");
+/** On an object's values: it knows only the keys it has, any other reads UNKNOWN (not `null`). */
+export const PARTIAL = Symbol("partial");
 
 const OPERATORS = new Set(["@count", "@sum", "@avg", "@min", "@max", "@distinctUnionOfObjects", "@unionOfObjects"]);
 
@@ -54,6 +56,7 @@ function walk(start, segments, index, lookup) {
     const segment = segments[at];
     if (segment.startsWith("@") && OPERATORS.has(segment)) return aggregate(segment, current, segments, at + 1, lookup);
     if (current.object) {
+      if (current.object[PARTIAL] && !Object.hasOwn(current.object, segment)) return UNKNOWN;
       current = node(current.object[segment] ?? null, lookup);
     } else if (isPlainObject(current.value)) {
       current = node(current.value[segment] ?? null, lookup);

@@ -26,6 +26,7 @@
 // exactly where they stopped: see EventStream. The wire formats (SSE parsing, path
 // segments) are ./wire.js's, shared with the dashboard.
 
+import { ObsContext } from "./context.js";
 import { ObsError, backoff, decode, retryAfter, sleep } from "./http.js";
 import { Presence, joinPresence } from "./presence.js";
 import { LiveQuery, QueryRouter, missingClass, queryDefinition, registerQuery } from "./query.js";
@@ -33,7 +34,7 @@ import { EventStream } from "./stream.js";
 import { TokenSource, expiredError } from "./token.js";
 import { segment as encodeSegment } from "./wire.js";
 
-export { EventStream, LiveQuery, ObsError, Presence };
+export { EventStream, LiveQuery, ObsContext, ObsError, Presence };
 export { jwtExpiry } from "./token.js";
 
 /** 64 characters of the id alphabet: a random byte picks one without bias (byte & 63). */
@@ -206,6 +207,16 @@ export class ObsClient {
     if (expect != null) body.expect = expect;
     return this.request("POST", "/v1/transactions", body, { key: id ?? undefined });
   }
+
+  // ---- the managed object context (./context.js) ----
+
+  /**
+   * A context over this client's objects and live query windows: changes shown at once, saved as one
+   * transaction, kept offline, undone per event-loop turn. `options`: `mergePolicy` ("error",
+   * "serverWins", "clientWins", or a function that makes the change again), `outbox`, `retryMs`.
+   * Live queries registered while the client has a context show its pending changes.
+   */
+  context(options = {}) { return new ObsContext(this, options); }
 
   // ---- queries (contract 12) ----
 

@@ -11,6 +11,7 @@
 // records of later revisions (records of one query come in revision order, throttled ones too).
 
 import { ObsError, backoff } from "./http.js";
+import { applyEffects, extendDefinition, overlayWindow, registryOf } from "./overlay.js";
 import { QueryWindowError, applyQueryRecord, emptyWindow, windowFromSnapshot } from "./query-window.js";
 import { segment } from "./wire.js";
 
@@ -39,18 +40,22 @@ export function queryDefinition(definition) {
 
 /** Registers a query for `observer` and resolves to its LiveQuery once the first window is in. */
 export async function registerQuery(observer, definition, settings = {}) {
-  const { options = DEFAULT_QUERY_OPTIONS, context, throttle, initialTimeoutMs = 5000, ...handlers } = settings;
+  const { options = DEFAULT_QUERY_OPTIONS, context, throttle, initialTimeoutMs = 5000, ...rest } = settings;
+  // Local: its window shows the client's contexts' pending changes (./overlay.js), so it asks for more.
+  const { local = registryOf(observer.client).contexts.size > 0, ...handlers } = rest;
+  const view = queryDefinition(definition);
   const router = observer.queryRouter;
   router.pending += 1;
   let answer;
   try {
     router.ensureStream(); // before the registration: its initial record is then on the stream
-    answer = await observer.request("POST", "/queries", { ...queryDefinition(definition), options, context, throttle });
+    const asked = local ? extendDefinition(view) : view;
+    answer = await observer.request("POST", "/queries", { ...asked, options, context, throttle });
   } catch (error) {
     router.done();
     throw missingClass(error);
   }
-  const query = new LiveQuery(observer, answer.query, handlers);
+  const query = new LiveQuery(observer, answer.query, handlers, local ? view : null);
   const sibling = router.started(query.id);
   if (sibling) query.adopt(sibling.window); // deduplicated by this very client: same records from here on
   else if (!answer.deduplicated && options.includes("initial")) query.expectInitial(initialTimeoutMs);
@@ -130,6 +135,7 @@ export class QueryRouter {
   }
 
   batch(batch) {
+    if (batch.revision != null) this.each((query) => query.advance(batch.revision));
     const rebuilt = new Set();
     for (const { event, data } of batch.events) {
       if (event === "query" && data.initial) rebuilt.add(data.query);
@@ -140,6 +146,7 @@ export class QueryRouter {
     if (this.unclaimed.length > UNCLAIMED_LIMIT) this.unclaimed.splice(0, this.unclaimed.length - UNCLAIMED_LIMIT);
     // The rebuild after a reset holds an initial record of every query the observer still has.
     if (batch.rebuild) this.each((query) => rebuilt.has(query.id) || query.missing());
+    for (const context of registryOf(this.observer.client).contexts) context.windowsAdvanced();
   }
 
   route(event, data, rebuild) {
@@ -157,7 +164,7 @@ export class QueryRouter {
  * record applied (and a window taken from a snapshot), `onReset(info)`, `onCancel(info)`, `onError(error)`.
  */
 export class LiveQuery {
-  constructor(observer, definition, handlers) {
+  constructor(observer, definition, handlers, view = null) {
     this.observer = observer;
     /** The registration as the server answered it (`id`, `class`, `where`, …, `createdAt`). */
     this.definition = definition;
@@ -168,13 +175,48 @@ export class LiveQuery {
     this.held = null; // records that came while a snapshot was on its way
     this.generation = 0; // a newer start (initial record, snapshot) outdates an answer on its way
     this.failures = 0;
+    /** The app's definition of a local query (its window shows pending changes); null otherwise. */
+    this.view = view;
+    this.seen = 0; // the newest revision of the stream applied: a transaction older has all its records here
+    this.txSeen = new Set(); // the transactions whose records this window has had
+    this.shown = null; // the overlaid window last computed
+    if (view) registryOf(observer.client).queries.add(this);
     this.ready = new Promise((resolve, reject) => Object.assign(this, { resolveReady: resolve, rejectReady: reject }));
     this.ready.catch(() => {}); // a query closed before it started is not an unhandled rejection
   }
 
-  get members() { return this.window.members; }
-  get total() { return this.window.total; }
+  get members() { return this.view ? this.overlaid().members : this.window.members; }
+  get total() { return this.view ? this.overlaid().total : this.window.total; }
   get revision() { return this.window.revision; }
+
+  /** The window with the pending changes of the client's contexts that this window has not had yet. */
+  overlaid() {
+    if (this.shown?.window === this.window) return this.shown;
+    const contexts = [...registryOf(this.observer.client).contexts];
+    const effects = contexts.flatMap((context) => context.effectsFor(this));
+    const base = (id) => contexts.map((context) => context.baseOf(id)).find(Boolean) ?? null;
+    const { members, total } = overlayWindow(this.window, this.view, applyEffects(effects, base));
+    this.shown = { window: this.window, members, total, text: JSON.stringify([members, total]) };
+    return this.shown;
+  }
+
+  /** The contexts' pending changes changed: the app hears of it when its window did. */
+  pendingChanged() {
+    if (this.state !== "live") return;
+    const before = this.shown?.text;
+    this.shown = null;
+    if (this.overlaid().text !== before) this.emit("onChange", { ...this.change(null, false), local: true });
+  }
+
+  /** The stream applied every event of `revision`. */
+  advance(revision) {
+    if (this.state === "live" && revision > this.seen) this.seen = revision;
+  }
+
+  /** Whether this window has had the records of transaction `id` (answered with `revision`, if known). */
+  hasHad(id, revision) {
+    return this.state !== "live" || this.txSeen.has(id) || (revision != null && Math.max(this.seen, this.window.revision) >= revision);
+  }
 
   /** Unregisters the query (`DELETE`), unless another live query of this client shares it. */
   async close() {
@@ -198,6 +240,7 @@ export class LiveQuery {
   }
 
   end() {
+    registryOf(this.observer.client).queries.delete(this);
     this.state = "closed";
     this.generation += 1;
     clearTimeout(this.timer);
@@ -256,6 +299,7 @@ export class LiveQuery {
     }
     try {
       this.window = applyQueryRecord(this.window, record);
+      if (record.tx != null) this.txSeen.add(record.tx);
     } catch (error) {
       if (!(error instanceof QueryWindowError)) throw error;
       this.resync(); // a record was lost: start again from a snapshot
