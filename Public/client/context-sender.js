@@ -192,6 +192,10 @@ export class ContextSender {
       for (const id of chained) later.revisions[id] = revision;
       if (chained.length) await this.persist(later);
     }
+    // A window its changes do not show in gets no record of it, maybe not even an event of its revision.
+    for (const query of registryOf(this.context.client).queries) {
+      if (!query.hasHad(entry.id, revision) && !query.shows(entry.id)) query.txSeen.add(entry.id);
+    }
     this.settle(entry, { id: entry.id, revision, results: answer.results });
     this.context.emit("saved", { id: entry.id, revision, operations: entry.changes.map((change) => change.operation) });
     this.retire();

@@ -123,9 +123,10 @@ export class ObsContext {
   }
 
   /** The effects a live query's window shows: the transactions it has not had the records of, then the pending changes. */
-  effectsFor(query) {
+  effectsFor(query, skip = null) {
     return [
-      ...this.sender.entries.filter((entry) => !query.hasHad(entry.id, entry.revision ?? null)).flatMap((entry) => entry.changes),
+      ...this.sender.entries.filter((entry) => entry.id !== skip && !query.hasHad(entry.id, entry.revision ?? null))
+        .flatMap((entry) => entry.changes),
       ...this.changes,
     ].flatMap((change) => change.effects);
   }

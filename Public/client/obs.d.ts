@@ -3,9 +3,12 @@
 import type { QueryMember, QueryRecord, QueryWindow } from "./query-window.js";
 import type { OnRemovePatch, PresenceOptions } from "./presence.js";
 import { Presence } from "./presence.js";
+import type { ContextOptions } from "./context.js";
+import { ObsContext } from "./context.js";
 export type { QueryMember, QueryRecord, QueryWindow };
 export type { OnRemovePatch, PresenceOptions };
-export { Presence };
+export { Presence, ObsContext };
+export type { ContextConflict, ContextOperation, ContextOptions, MergePolicy, SaveResult } from "./context.js";
 
 export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
 
@@ -353,6 +356,8 @@ export interface QueryChange {
   members: QueryMember[];
   total: number;
   revision: number;
+  /** A context's change (not a record) changed the window. */
+  local?: true;
 }
 
 export interface QuerySettings {
@@ -370,6 +375,11 @@ export interface QuerySettings {
   onCancel?(info: { query: string; reason: string; revision?: number }): void;
   /** The stream or a snapshot was refused for good (400, 401, 403, 404, 410); it is closed. */
   onError?(error: ObsError): void;
+  /**
+   * Shows the client's contexts' pending changes (default: whether the client has a context when it
+   * registers): it then also selects what its where and orderBy read, and 25 members more.
+   */
+  local?: boolean;
 }
 
 /** A query's window kept current from the observer's stream. */
@@ -474,6 +484,8 @@ export class ObsClient {
    * class that does not exist (404) or lacks a key of `info` (400).
    */
   presence(room: string, info?: Record<string, JSONValue>, options?: PresenceOptions): Promise<Presence>;
+  /** A managed object context over this client's objects and live query windows (see ObsContext). */
+  context(options?: ContextOptions): ObsContext;
 }
 
 /** One scope of a scoped token (contract 13): the actions it allows on what it matches. */

@@ -191,13 +191,22 @@ export class LiveQuery {
 
   /** The window with the pending changes of the client's contexts that this window has not had yet. */
   overlaid() {
-    if (this.shown?.window === this.window) return this.shown;
+    if (this.shown?.window !== this.window) this.shown = this.compute();
+    return this.shown;
+  }
+
+  /** The window under the contexts' changes (less those of transaction `skip`). */
+  compute(skip = null) {
     const contexts = [...registryOf(this.observer.client).contexts];
-    const effects = contexts.flatMap((context) => context.effectsFor(this));
+    const effects = contexts.flatMap((context) => context.effectsFor(this, skip));
     const base = (id) => contexts.map((context) => context.baseOf(id)).find(Boolean) ?? null;
     const { members, total } = overlayWindow(this.window, this.view, applyEffects(effects, base));
-    this.shown = { window: this.window, members, total, text: JSON.stringify([members, total]) };
-    return this.shown;
+    return { window: this.window, members, total, text: JSON.stringify([members, total]) };
+  }
+
+  /** Whether transaction `id`'s changes show in this window: if not, no record of it is waited for. */
+  shows(id) {
+    return this.state === "live" && this.compute(id).text !== this.overlaid().text;
   }
 
   /** The contexts' pending changes changed: the app hears of it when its window did. */

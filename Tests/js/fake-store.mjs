@@ -16,6 +16,7 @@ export class FakeStore {
     this.sent = []; // every body received (replays too)
     this.offline = false;
     this.loseNextAnswer = false;
+    this.holdAnswers = null; // a promise the answers of transactions wait for (the write is done before)
     this.server = new FakeServer(handlers);
     this.fetch = (url, init = {}) => this.answer(url, init);
   }
@@ -31,6 +32,7 @@ export class FakeStore {
     }
     if (method === "POST" && path === "/v1/transactions") {
       const response = this.transaction(init.body);
+      await this.holdAnswers;
       if (this.loseNextAnswer) {
         this.loseNextAnswer = false;
         throw new TypeError("the connection was reset");

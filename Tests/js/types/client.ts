@@ -58,3 +58,21 @@ export async function transfer(): Promise<void> {
     void [at, current];
   }
 }
+
+// The managed object context: changes, events, save results, policies.
+export async function editOffline(): Promise<void> {
+  const ctx = client.context({ mergePolicy: (context, server) => { context.set("acct-1", "balance", Number(server.get("acct-1")?.values.balance) - 10); } });
+  ctx.set("acct-1", "balance", 90).patch("acct-2", { balance: 110 });
+  const id: string = ctx.create({ class: "Order", values: { total: 10 } });
+  ctx.mutate(id, "items", { kind: "insertion", indexes: [0], values: ["sku-1"] });
+  const off = ctx.on("conflict", (conflict) => { const policy: string = conflict.policy; void policy; });
+  off();
+  const result = await ctx.save();
+  if (result && "revision" in result) { const revision: number = result.revision; void revision; }
+  if (result && "queued" in result) { const queued: true = result.queued; void queued; }
+  // @ts-expect-error no such event
+  ctx.on("frobbed", () => {});
+  // @ts-expect-error a set needs a value
+  ctx.set("acct-1", "balance");
+  void [ctx.hasChanges, ctx.pending, ctx.undo(), ctx.redo(), ctx.get("acct-1")];
+}
