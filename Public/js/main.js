@@ -5,6 +5,7 @@
 // /v1/stats and /v1/observers every POLL_MS. Streams are the client's (/client/obs.js):
 // they resume with Last-Event-ID by themselves after any disconnect.
 
+import { openOutbox } from "../client/outbox.js";
 import { Api, ApiError, readable, segment } from "./api.js";
 import { el, schedule } from "./frame.js";
 import { Model } from "./model.js";
@@ -16,6 +17,7 @@ import { FormsView } from "./views/forms.js";
 import { GraphView } from "./views/graph.js";
 import { ObjectsView } from "./views/objects.js";
 import { ObserversView } from "./views/observers.js";
+import { PendingView } from "./views/pending.js";
 import { PresenceView } from "./views/presence.js";
 import { QueryFormView } from "./views/query-form.js";
 import { TokenFormView } from "./views/token-form.js";
@@ -27,6 +29,9 @@ const WATCH_KEEP = 200;
 const $ = (id) => document.getElementById(id);
 const api = new Api();
 const model = new Model();
+// Edits of the Objects table: shown at once, saved as one transaction (made before the table's live
+// query, which then shows them); its queue is kept per server and token.
+const context = api.client.context({ outbox: openOutbox("", api.token) });
 
 const counters = new CountersView($("counters"), model);
 const feed = new FeedView({
@@ -37,7 +42,11 @@ new GraphView($("graph"), $("graph-note"), model);
 const queryForm = new QueryFormView($("query-form"), { onApply: (definition) => objectsQuery.apply(definition) });
 const objects = new ObjectsView(
   { head: $("objects-head"), body: $("objects-body"), total: $("objects-total"), datalist: $("object-ids") },
-  model, { onSelect: (id) => forms.select(id), onSort: (keyPath) => queryForm.sortBy(keyPath) });
+  model, { onSelect: (id) => forms.select(id), onSort: (keyPath) => queryForm.sortBy(keyPath), context });
+new PendingView({
+  count: $("pending-count"), save: $("pending-save"), discard: $("pending-discard"), undo: $("pending-undo"),
+  result: $("pending-result"), conflict: $("pending-conflict"),
+}, context);
 const objectsQuery = new ObjectsQuery(api, {
   onWindow: (query) => objects.show(query),
   onStatus: (status) => queryForm.showStatus(status),

@@ -2,7 +2,9 @@
 // order. Each row: id (and the observer that owns it, if any), class, revision, one column per selected key path (the query's values,
 // live from its records), all values (from the admin stream's model; nested ones expandable), and
 // Edit. A key path column's header sorts by it (again: the other way); the id header goes back to
-// the id order. Only rows whose member or object changed are rebuilt.
+// the id order. Only rows whose member or object changed are rebuilt. A key path cell is edited in
+// place (double-click or Enter, then Enter to keep, Escape to leave) through the page's context
+// (/client/context.js): shown at once, marked pending until saved (see ./pending.js).
 
 import { el, schedule } from "../frame.js";
 import { shortValue } from "./value.js";
@@ -11,8 +13,8 @@ const MAX_ITEMS = 50;
 const FLASH_MS = 600;
 
 export class ObjectsView {
-  constructor({ head, body, total, datalist }, model, { onSelect, onSort }) {
-    Object.assign(this, { head, body, total, datalist, model, onSelect, onSort });
+  constructor({ head, body, total, datalist }, model, { onSelect, onSort, context }) {
+    Object.assign(this, { head, body, total, datalist, model, onSelect, onSort, context });
     this.query = null;
     this.rows = new Map(); // object id → {row, member, columns}
     this.dirty = new Set(); // objects whose model entry changed
@@ -25,6 +27,8 @@ export class ObjectsView {
       this.open.delete(id);
       this.mark(id);
     });
+    // Saved, queued or refused: the pending marks change though the window may not.
+    for (const name of ["change", "saved", "queued", "conflict", "error"]) context?.on(name, () => schedule(this.render));
     model.on("reset", () => {
       this.rows.clear();
       this.shown = [];
@@ -34,7 +38,10 @@ export class ObjectsView {
 
   /** Shows `query`'s window (a LiveQuery); called again after each change of it. */
   show(query) {
-    if (query !== this.query) this.rows.clear(); // another query: other columns
+    if (query !== this.query) {
+      this.rows.clear(); // another query: other columns, and every row is drawn again (the same ids too)
+      this.shown = [];
+    }
     this.query = query;
     schedule(this.render);
   }
@@ -47,21 +54,25 @@ export class ObjectsView {
 
   render() {
     const members = this.query?.members ?? [];
-    const columns = this.query?.definition.select ?? [];
-    const [sortKey = null, direction = "asc"] = this.query?.definition.orderBy?.[0] ?? [];
+    // A local query (one that shows the context's changes) asks the server for more than the app's own definition.
+    const definition = this.query?.view ?? this.query?.definition;
+    const columns = definition?.select ?? [];
+    const [sortKey = null, direction = "asc"] = definition?.orderBy?.[0] ?? [];
     this.renderHead(columns, sortKey, direction);
     const ids = members.map((member) => member.id);
     const sameOrder = ids.length === this.shown.length && ids.every((id, index) => id === this.shown[index]);
     const flashed = [];
     for (const member of members) {
       const cached = this.rows.get(member.id);
-      if (cached && cached.member === member && !this.dirty.has(member.id)) continue;
+      const marks = columns.map((keyPath) => this.pending(member.id, keyPath)).join();
+      if (cached && cached.member === member && cached.marks === marks && !this.dirty.has(member.id)) continue;
+      if (cached?.row.contains(document.activeElement) && document.activeElement.tagName === "INPUT") continue; // being edited
       const row = this.row(member, columns);
       if (cached) {
         if (sameOrder && cached.row.isConnected) cached.row.replaceWith(row);
         flashed.push(row);
       }
-      this.rows.set(member.id, { row, member });
+      this.rows.set(member.id, { row, member, marks });
     }
     this.dirty.clear();
     if (!sameOrder) {
@@ -116,8 +127,7 @@ export class ObjectsView {
       el("td", { class: "mono id", title: member.id }, member.id, state, owner),
       el("td", {}, object ? object.class ?? "—" : "…"),
       el("td", { class: "mono" }, object ? String(object.revision) : "…"),
-      columns.map((keyPath) => el("td", { class: "mono", "data-key-path": keyPath },
-        shortValue(member.values[keyPath] ?? null, 60, `${member.id}.${keyPath}`))),
+      columns.map((keyPath) => this.cell(member, keyPath)),
       el("td", {}, object
         ? valueList(object.values, "", open, (path, isOpen) => this.remember(member.id, path, isOpen), member.id)
         : "…"),
@@ -125,6 +135,54 @@ export class ObjectsView {
         type: "button", class: "secondary", "aria-label": `Edit ${member.id}`, onclick: () => this.onSelect(member.id),
       }, "Edit")),
     );
+  }
+
+  /** Whether the context has a change of this cell not saved yet (a set through a reference: of the object referred to). */
+  pending(id, keyPath) {
+    return this.context?.isPending(id, keyPath.split(".")[0]) ?? false;
+  }
+
+  cell(member, keyPath) {
+    const pending = this.pending(member.id, keyPath);
+    const td = el("td", {
+      class: `mono editable${pending ? " pending" : ""}`, "data-key-path": keyPath, tabindex: this.context ? "0" : null,
+      title: pending ? "changed here, not saved yet" : this.context ? "double-click to edit" : null,
+    }, shortValue(member.values[keyPath] ?? null, 60, `${member.id}.${keyPath}`));
+    if (!this.context) return td;
+    td.addEventListener("dblclick", () => this.edit(td, member, keyPath));
+    td.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target === td) this.edit(td, member, keyPath);
+    });
+    return td;
+  }
+
+  /** An input in the cell: Enter sets the value (JSON, or else the text as a string) in the context. */
+  edit(td, member, keyPath) {
+    const input = el("input", {
+      class: "cell-input", value: JSON.stringify(member.values[keyPath] ?? null), "aria-label": `${member.id}.${keyPath}`,
+    });
+    const leave = () => {
+      this.dirty.add(member.id);
+      schedule(this.render);
+    };
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") return leave();
+      if (event.key !== "Enter") return;
+      event.preventDefault();
+      let value;
+      try {
+        value = JSON.parse(input.value);
+      } catch {
+        value = input.value;
+      }
+      input.blur();
+      this.context.set(member.id, keyPath, value);
+      leave();
+    });
+    input.addEventListener("blur", leave);
+    td.replaceChildren(input);
+    input.focus();
+    input.select();
   }
 
   remember(id, path, isOpen) {
