@@ -250,7 +250,10 @@ export interface TransactionAnswer<T extends readonly TransactionOperation[] = T
 export interface TransactionErrorDetails {
   operation?: number;
   expect?: number;
+  /** The object's revision before the transaction (412), null when it does not exist. */
   revision?: number | null;
+  /** The `ifRevision` that did not match (412 revisionMismatch). */
+  expected?: number;
   [detail: string]: JSONValue | undefined;
 }
 
