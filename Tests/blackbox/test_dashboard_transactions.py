@@ -86,6 +86,27 @@ def test_a_transaction_of_a_hundred_events_is_one_entry(server_factory, browser)
     assert attribute_values(browser, "#feed > li", "data-kind").count("valueChanged") == 0
 
 
+def test_a_watched_observers_records_and_notifications_name_their_transaction(server_factory, browser):
+    server = server_factory().start()
+    created(server, "/v1/objects", {"id": "acct-1", "values": {"balance": 100}})
+    observer = created(server, "/v1/observers", {"name": "ledger"})
+    created(server, f"/v1/observers/{observer['id']}/observations",
+            {"object": "acct-1", "keyPath": "balance", "options": ["new", "old"]})
+    created(server, f"/v1/observers/{observer['id']}/subscriptions", {"name": "Paid"})
+    open_dashboard(browser, server)
+    click(browser, f'tr[data-observer="{observer["id"]}"] button')
+    wait(browser).until(EC.visibility_of_element_located((By.ID, "watch-panel")))
+    transact(server, {"id": "pay-1", "operations": [
+        {"op": "set", "object": "acct-1", "keyPath": "balance", "value": 70},
+        {"op": "post", "name": "Paid", "object": "acct-1"}]})
+    shown(browser, '#watch-list li[data-kind="change"][data-tx="pay-1"]', "acct-1.balance setting old 100 new 70")
+    shown(browser, '#watch-list li[data-kind="change"][data-tx="pay-1"]', "tx pay-1")
+    shown(browser, '#watch-list li[data-kind="notification"][data-tx="pay-1"]', "tx pay-1")
+    server.request("PUT", "/v1/objects/acct-1/values/balance", {"value": 71})
+    shown(browser, '#watch-list li[data-kind="change"]:first-child', "new 71")
+    assert browser.find_element(By.CSS_SELECTOR, "#watch-list li:first-child").get_attribute("data-tx") is None
+
+
 # The feed view alone, in a page of the server's origin, fed events by hand with a frame between them:
 # a transaction's events may reach the page over several frames (the admin stream sends them one by one).
 FEED_PAGE = """
