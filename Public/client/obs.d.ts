@@ -44,7 +44,7 @@ export interface ClientOptions {
   token?: TokenOption;
   /** Sent as `Obs-Client` on every request (default: 16 random characters of the id alphabet). */
   name?: string;
-  /** Retries after a network error or a 503 (default 3). Writes are retried with the same Idempotency-Key. */
+  /** Retries after a network error or a 503, and a write's 504 (default 3). Writes are retried with the same Idempotency-Key. */
   retries?: number;
   /** How long a request waits for its answer before it counts as lost and is retried (default 30000 ms). */
   timeoutMs?: number;
