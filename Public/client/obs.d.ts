@@ -47,7 +47,7 @@ export interface ClientOptions {
   token?: TokenOption;
   /** Sent as `Obs-Client` on every request (default: 16 random characters of the id alphabet). */
   name?: string;
-  /** Retries after a network error or a 503 (default 3). Writes are retried with the same Idempotency-Key. */
+  /** Retries after a network error or a 503, and a write's 504 (default 3). Writes are retried with the same Idempotency-Key. */
   retries?: number;
   /** How long a request waits for its answer before it counts as lost and is retried (default 30000 ms). */
   timeoutMs?: number;
@@ -253,7 +253,10 @@ export interface TransactionAnswer<T extends readonly TransactionOperation[] = T
 export interface TransactionErrorDetails {
   operation?: number;
   expect?: number;
+  /** The object's revision before the transaction (412), null when it does not exist. */
   revision?: number | null;
+  /** The `ifRevision` that did not match (412 revisionMismatch). */
+  expected?: number;
   [detail: string]: JSONValue | undefined;
 }
 

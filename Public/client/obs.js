@@ -117,8 +117,9 @@ export class ObsClient {
   /**
    * One request; resolves to the answer's JSON (null for 204), rejects with an ObsError.
    * A write gets a fresh `Idempotency-Key` (or the `key` given), kept across its retries, so retrying never
-   * applies it twice; network errors and 503 are retried `retries` times (503 after its Retry-After,
-   * at most 30 s). A 401 "expired" of the client's token function's token is retried once with a new one.
+   * applies it twice; network errors and 503 (and a write's 504 outcomeUnknown) are retried `retries`
+   * times (after the answer's Retry-After, at most 30 s). A 401 "expired" of the client's token
+   * function's token is retried once with a new one.
    */
   async request(method, path, body, { token, key: given } = {}) {
     const own = token == null; // the client's token, which a function may renew
@@ -135,7 +136,7 @@ export class ObsClient {
     }
   }
 
-  /** One request with `bearer`, retried after network errors and 503. */
+  /** One request with `bearer`, retried after network errors and 503 (a write also after 504). */
   async send(method, path, body, bearer, key) {
     const headers = this.headers(bearer);
     if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -153,7 +154,9 @@ export class ObsClient {
         await sleep(backoff(250, attempt));
         continue;
       }
-      if (response.status !== 503 || attempt >= this.retries) return decode(response);
+      // 504 outcomeUnknown (a cluster write, contract 11): repeating it under its key answers its real outcome.
+      const again = response.status === 503 || (response.status === 504 && key != null);
+      if (!again || attempt >= this.retries) return decode(response);
       response.body?.cancel();
       await sleep(Math.min(30000, retryAfter(response) ?? backoff(250, attempt)));
     }

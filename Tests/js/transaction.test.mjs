@@ -120,3 +120,28 @@ test("a transaction too long for the server rejects with 429 limitExceeded and i
     (error) => error.status === 429 && error.code === "limitExceeded" && error.details.limit === 100);
   assert.equal(server.posts("/v1/transactions").length, 1, "a 429 is not retried");
 });
+
+test("a 504 outcomeUnknown is repeated under the same key, which answers the real outcome; a read's 504 is not", async () => {
+  const outcomeUnknown = () => new Response(
+    JSON.stringify({ error: { code: "outcomeUnknown", message: "the commit's outcome is unknown", details: { outcome: "unknown" } } }),
+    { status: 504, headers: { "Content-Type": "application/json", "Retry-After": "0" } });
+  const keys = [];
+  let reads = 0;
+  const fetch = async (url, init) => {
+    if (init.method === "GET") {
+      reads += 1;
+      return outcomeUnknown();
+    }
+    keys.push(init.headers["Idempotency-Key"]);
+    return keys.length === 1 ? outcomeUnknown() : json({ revision: 21, id: "tx-5", results: [{}, {}] });
+  };
+  const client = new ObsClient({ fetch });
+  assert.deepEqual(await client.transaction(TRANSFER, { id: "tx-5" }), { revision: 21, id: "tx-5", results: [{}, {}] });
+  assert.deepEqual(keys, ["tx-5", "tx-5"]);
+  await assert.rejects(client.getObject("acct-1"), (error) => error.status === 504 && error.code === "outcomeUnknown");
+  assert.equal(reads, 1);
+  // Retries are bounded: the last 504 is the answer.
+  const stuck = new ObsClient({ retries: 2, fetch: async () => outcomeUnknown() });
+  await assert.rejects(stuck.transaction(TRANSFER, { id: "tx-6" }),
+    (error) => error.status === 504 && error.details.outcome === "unknown");
+});
