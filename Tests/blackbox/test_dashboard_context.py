@@ -3,10 +3,11 @@ place shows the new value at once, marked pending; Undo takes it back, Discard f
 transaction; a conflict (the object changed on the server meanwhile) shows both values and lets the
 user keep theirs or take the server's (chromium, real server)."""
 
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
-from test_dashboard import click, created, fill, open_dashboard, shown, wait
+from test_dashboard import attribute_values, click, created, fill, open_dashboard, shown, wait
 
 CELL = 'tr[data-object="{}"] td[data-key-path="{}"]'
 
@@ -25,6 +26,8 @@ def show_balances(browser):
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     shown(browser, CELL.format("acct-c", "balance"), "300")
     click(browser, 'th button[data-sort="balance"]')
+    # The sorted query is live (its header says so) before a cell is edited: a new query redraws every row.
+    wait(browser).until(lambda b: attribute_values(b, 'th[aria-sort="ascending"] button', "data-sort") == ["balance"])
     wait(browser).until(lambda b: rows(b) == ["acct-a", "acct-b", "acct-c"])
 
 
@@ -33,9 +36,18 @@ def rows(browser):
 
 
 def edit(browser, object_id, key_path, text):
-    cell = browser.find_element(By.CSS_SELECTOR, CELL.format(object_id, key_path))
-    ActionChains(browser).double_click(cell).perform()
-    field = wait(browser).until(lambda b: b.find_element(By.CSS_SELECTOR, CELL.format(object_id, key_path) + " input"))
+    """Double-clicks the cell and types `text` and Enter into its field (the row may be redrawn
+    between finding the cell and the click, by a record or the background load of the object)."""
+    selector = CELL.format(object_id, key_path)
+
+    def open_field(b):
+        try:
+            ActionChains(b).double_click(b.find_element(By.CSS_SELECTOR, selector)).perform()
+            return b.find_element(By.CSS_SELECTOR, selector + " input")
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+
+    field = wait(browser).until(open_field)
     field.send_keys(Keys.CONTROL, "a")
     field.send_keys(text, Keys.ENTER)
 
