@@ -86,6 +86,7 @@ export class Presence {
       if (fresh) await this.create(mine);
       this.save(false);
       const query = await this.observer.query(this.definition, {
+        local: false, // a context's edits are not presence: the registration stays the one documented
         onChange: (change) => {
           if (mine !== this.generation) return;
           this.query = change.query; // the first window comes before the registration resolves

@@ -14,10 +14,12 @@ export class ObjectsQuery {
   /**
    * @param {Api} api
    * @param {object} handlers  `onWindow(liveQuery)` after each change of the window; `onStatus({state,
-   *   message?, query?})` with state "loading", "live" or "error".
+   *   message?, query?})` with state "loading", "live" or "error"; `local` (default: the client's
+   *   default, local when it has a context) whether the window shows the page's pending changes.
    */
-  constructor(api, { onWindow, onStatus }) {
+  constructor(api, { onWindow, onStatus, local }) {
     this.api = api;
+    this.local = local;
     this.onWindow = onWindow;
     this.onStatus = onStatus;
     this.observer = null;
@@ -76,6 +78,7 @@ export class ObjectsQuery {
       const observer = await this.ensureObserver();
       query = await observer.query(definition, {
         options: ["initial", "new"], // old values are not shown
+        ...(this.local === undefined ? {} : { local: this.local }),
         onChange: (change) => mine === this.generation && this.onWindow(change.query),
         onCancel: (info) => this.lost(mine, `the query was removed (${info.reason})`, info.reason === "observerRemoved"),
         onError: (error) => this.lost(mine, readable(error), [404, 410].includes(error.status)),

@@ -24,6 +24,7 @@ export class PresenceView {
     this.ids = new Set();
     this.render = this.render.bind(this);
     this.live = new ObjectsQuery(api, {
+      local: false, // who is in a room, as the server has it: edits of the Objects table are not shown here
       onWindow: (query) => {
         this.query = query;
         schedule(this.render);
