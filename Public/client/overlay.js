@@ -91,8 +91,21 @@ export function readable(values, partial) {
  * touches; objects the docs know fully (created, or loaded) enter when they match. Answers
  * `{members, total}`.
  */
-export function overlayWindow(window, definition, docs) {
+export function overlayWindow(window, definition, docs, memo = null) {
   const { where = [], orderBy = [], limit = 1000, select } = definition;
+  if (docs.size === 0) {
+    // Nothing pending: the server's window as the app asked for it; a member the server did not
+    // change stays the same object (`memo`: server member → app's member), so views redraw only what changed.
+    const members = window.members.slice(0, limit).map((member) => {
+      let mine = memo?.get(member);
+      if (!mine) {
+        mine = { id: member.id, values: Object.fromEntries((select ?? []).map((keyPath) => [keyPath, member.values[keyPath] ?? null])) };
+        memo?.set(member, mine);
+      }
+      return mine;
+    });
+    return { members, total: window.total };
+  }
   const lookup = (id) => {
     const state = docs.get(id);
     if (!state) return UNKNOWN;

@@ -200,7 +200,8 @@ export class LiveQuery {
     const contexts = [...registryOf(this.observer.client).contexts];
     const effects = contexts.flatMap((context) => context.effectsFor(this, skip));
     const base = (id) => contexts.map((context) => context.baseOf(id)).find(Boolean) ?? null;
-    const { members, total } = overlayWindow(this.window, this.view, applyEffects(effects, base));
+    this.memo ??= new WeakMap();
+    const { members, total } = overlayWindow(this.window, this.view, applyEffects(effects, base), this.memo);
     return { window: this.window, members, total, text: JSON.stringify([members, total]) };
   }
 

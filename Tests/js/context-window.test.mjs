@@ -59,6 +59,17 @@ test("a local query asks for what the evaluator reads and for spare members; the
   assert.equal(query.total, 5);
 });
 
+test("with nothing pending, a member the server did not change stays the same object (views redraw what changed)", async () => {
+  const { store, query } = await setup();
+  const [first, second] = query.members;
+  store.server.revision(2, 10, ["query", { query: "qry_1", total: 5, removed: [], inserted: [],
+    updated: [{ index: 1, id: "o2", new: { total: 450 } }] }]);
+  await until(() => query.revision === 2, "revision 2");
+  assert.equal(query.members[0], first);
+  assert.notEqual(query.members[1], second);
+  assert.deepEqual(shape(query.members), ["o1=500", "o2=450", "o3=300"]);
+});
+
 test("changes reach the window at once: reordered, filtered out, refilled, created, deleted, undone", async () => {
   const { context, query, changes } = await setup();
   changes.length = 0;
