@@ -247,7 +247,8 @@ soak: release
 	python3 bench/soak.py --minutes 30
 
 ## Instructions per PUT and per W2 write under callgrind, in memory and with --data-dir (ARCHITECTURE.md,
-## "Profile (callgrind)"); 2-3 minutes a run of the four. `make callgrind CALLGRIND_RUNS=3` for the spread.
+## "Profile (callgrind)"), and per operation of a transaction against a W1 PUT (TX, issue 43); 3-4 minutes
+## a run of the ten. `make callgrind CALLGRIND_RUNS=3` for the spread.
 CALLGRIND_RUNS ?= 1
 callgrind: deps-valgrind release
 	python3 bench/callgrind.py --binary .build/release/obs-server --runs $(CALLGRIND_RUNS)
