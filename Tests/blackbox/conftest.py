@@ -292,6 +292,13 @@ class EventStreamReader:
         raise AssertionError(f"no matching event in {timeout} s; got {self.events}, reader error {self.error!r}")
 
     def close(self):
+        # A shutdown first: a plain close waits for the reading thread's readline (a keep-alive away).
+        sock = self.connection.sock or getattr(getattr(self.response.fp, "raw", None), "_sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.connection.close()
 
 

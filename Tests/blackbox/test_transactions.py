@@ -133,7 +133,10 @@ def refusals(revisions):
          400, "invalidRequest", {"operation": 1}),
         ("missing member", {"operations": with_good({"op": "set", "object": "ra", "keyPath": "balance"})},
          400, "invalidRequest", {"operation": 1}),
+        # A member of the wrong type: its single request's code (section 2), as in any body.
         ("wrong type", {"operations": with_good({"op": "set", "object": 7, "keyPath": "balance", "value": 1})},
+         400, "typeMismatch", {"operation": 1, "field": "object"}),
+        ("an operation that is no object", {"operations": with_good(["set", "ra"])},
          400, "invalidRequest", {"operation": 1}),
         ("unknown member of an operation",
          {"operations": with_good({"op": "delete", "object": "rb", "force": True}, at=2)},
