@@ -125,6 +125,7 @@ class Bank:
         self.initial = balance
         self.lock = threading.Lock()
         self.attempted, self.acknowledged, self.unexpected = [], set(), []
+        self.repeats = 0  # transactions sent again while their outcome was in doubt
 
     def open(self, server):
         for account in self.ids:
@@ -170,6 +171,7 @@ class Bank:
                 connection = server.connection(timeout=10)
             while repeat_in_doubt and body is not None and status in (None, 502, 503, 504) and not stop.is_set():
                 time.sleep(0.05)
+                self.repeats += 1
                 try:
                     status, answer = server.request("POST", "/v1/transactions", body, connection=connection)
                 except (OSError, http.client.HTTPException):
