@@ -200,12 +200,13 @@ def test_a_refused_transaction_changes_nothing(server, accounts, name):
 
 
 def post_raw(server, data, headers=None):
+    """POST /v1/transactions of `data` as is: (status, JSON body, headers)."""
     connection = server.connection()
     try:
         connection.request("POST", "/v1/transactions", body=data, headers={
             "Authorization": f"Bearer {ADMIN}", "Content-Type": "application/json", **(headers or {})})
         response = connection.getresponse()
-        return response.status, json.loads(response.read() or b"null")
+        return response.status, json.loads(response.read() or b"null"), dict(response.getheaders())
     finally:
         connection.close()
 
@@ -229,13 +230,13 @@ def test_malformed_json_a_body_over_the_limit_and_a_header_key_other_than_the_id
     before = mark(server)
     status, body = body_over_the_limit(server)
     assert status == 413 and error_of(status, body)["code"] == "payloadTooLarge", (status, body)
-    status, body = post_raw(server, b'{"operations": [')
+    status, body, _ = post_raw(server, b'{"operations": [')
     assert status == 400 and error_of(status, body)["code"] == "invalidJSON", (status, body)
-    status, body = post_raw(server, json.dumps({"id": "tx-header", "operations": GOOD}).encode(),
+    status, body, _ = post_raw(server, json.dumps({"id": "tx-header", "operations": GOOD}).encode(),
                             {"Idempotency-Key": "another"})
     assert status == 400 and error_of(status, body)["code"] == "invalidRequest", (status, body)
     assert_unchanged(server, before, accounts)
-    status, body = post_raw(server, json.dumps({"id": "tx-header", "operations": [GOOD[0]]}).encode(),
+    status, body, _ = post_raw(server, json.dumps({"id": "tx-header", "operations": [GOOD[0]]}).encode(),
                             {"Idempotency-Key": "tx-header"})
     assert status == 200 and body["id"] == "tx-header", "a header equal to the id is the same key"
     ok(*server.request("PUT", "/v1/objects/ra/values/balance", {"value": 100}))
@@ -346,10 +347,21 @@ def test_the_same_id_and_body_answers_the_first_answer_and_changes_nothing(serve
     first = ok(*transact(server, body))
     state = {object_id: server.request("GET", f"/v1/objects/{object_id}") for object_id in ("idem", "idem-receipt")}
     before = mark(server)
-    assert transact(server, body) == (200, first), "the first answer again"
+    status, again, headers = post_raw(server, json.dumps(body).encode())
+    assert (status, again) == (200, first) and headers.get("Idempotent-Replayed") == "true", "the first answer again"
     assert_unchanged(server, before, state)
     status, answer = transact(server, dict(body, operations=body["operations"][:1]))
     assert status == 409 and error_of(status, answer)["code"] == "idempotencyKeyReused", (status, answer)
+    assert_unchanged(server, before, state)
+
+    # Without an id, an Idempotency-Key header works as for any write.
+    plain = json.dumps({"operations": [{"op": "set", "object": "idem", "keyPath": "balance", "value": 2}]}).encode()
+    status, first, headers = post_raw(server, plain, {"Idempotency-Key": "idem-header"})
+    assert status == 200 and "id" not in first and "Idempotent-Replayed" not in headers, (status, first)
+    state = {"idem": server.request("GET", "/v1/objects/idem")}
+    before = mark(server)
+    status, again, headers = post_raw(server, plain, {"Idempotency-Key": "idem-header"})
+    assert (status, again) == (200, first) and headers.get("Idempotent-Replayed") == "true"
     assert_unchanged(server, before, state)
 
 
@@ -386,3 +398,9 @@ def test_a_scoped_token_is_refused_the_whole_transaction_for_one_operation(serve
         headers=scoped))
     assert ok(*server.request("GET", "/v1/objects/room1-a"))["values"]["title"] == "changed"
     assert ok(*server.request("GET", "/v1/objects/room1-b"))["revision"] == answer["revision"]
+
+    # An id is the idempotency key of the credential that sent it: the admin's is not the token's.
+    shared = {"id": "tx-shared", "operations": [{"op": "set", "object": "room1-a", "keyPath": "title", "value": "a"}]}
+    admins = ok(*transact(server, shared))
+    tokens = ok(*transact(server, shared, headers=scoped))
+    assert tokens["revision"] > admins["revision"], "applied again for the token, not the admin's answer"
