@@ -117,17 +117,18 @@ def workload(label):
     return label, label.split()[0], 1
 
 
-def run_server(args, server_cmd, workloads):
-    """Starts the server, seeds it, runs each workload (label) with wrk; returns the result rows."""
+def run_server(args, server_cmd, workloads, port=PORT):
+    """Starts the server (listening on `port`), seeds it, runs each workload (label) with wrk; returns
+    the result rows."""
     server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rows = []
     try:
-        wait_healthy(PORT)
-        seed(PORT)
+        wait_healthy(port)
+        seed(port)
         for label, script, ops in map(workload, workloads):
             wrk_cmd = ["taskset", "-c", args.client_cpus, "wrk", "-t1", f"-c{args.connections}",
                        f"-d{args.duration}s", "--latency", "-s", str(HERE / f"{script}.lua"),
-                       f"http://127.0.0.1:{PORT}/"]
+                       f"http://127.0.0.1:{port}/"]
             cpu_before, t0 = cpu_seconds(server.pid), time.time()
             env = {**os.environ, "OBS_TX_OPS": str(ops)}
             out = subprocess.run(wrk_cmd, capture_output=True, text=True, timeout=args.duration + 60, env=env).stdout
