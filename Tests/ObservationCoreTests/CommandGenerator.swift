@@ -124,6 +124,7 @@ struct CommandGenerator {
         case 94..<95: return stamp(.deleteClass(name: chance(0.5) ? "Team" : "Nothing"))
         case 95..<96: return stamp(.restart)
         case 96..<98: return stamp(.flushThrottled)
+        case 98..<100: return stamp(transaction())
         case 100..<104: return stamp(query())
         case 104..<106:
             return stamp(.unquery(observer: observer(), query: element(queries) ?? "qry_none"))
@@ -347,6 +348,37 @@ struct CommandGenerator {
         return .post(
             name: element(["Ping", "Pong"]) ?? "Ping", object: chance(0.5) ? person() : nil,
             userInfo: chance(0.5) ? ["n": .int(pick(0..<9))] : nil, posting: posting, coalesce: coalesce)
+    }
+
+    /// Several writes as one (section 15), as an app makes them: mostly valid, with an `expect`
+    /// that sometimes fails and, now and then, one operation that is refused after others were staged.
+    private mutating func transaction() -> Command.Action {
+        var operations: [Command.Action] = []
+        for _ in 0..<pick(1..<5) {
+            switch pick(0..<8) {
+            case 0, 1:
+                operations.append(
+                    .setValue(object: plainObject(), keyPath: "nested.a.b", value: .int(pick(0..<5)), ifRevision: nil))
+            case 2: operations.append(.patch(object: person(), values: ["name": .string(word())], ifRevision: nil))
+            case 3: operations.append(mutation())
+            case 4: operations.append(createObject())
+            case 5: operations.append(chance(0.8) ? post() : .notify(object: person(), keyPaths: ["nick"]))
+            case 6:
+                operations.append(
+                    .setValue(object: person(), keyPath: "age", value: .int(pick(0..<3)), ifRevision: nil))
+            default: operations.append(chance(0.5) ? deleteObject() : setValue())
+            }
+        }
+        var expect: [Transaction.Expectation] = []
+        switch pick(0..<8) {
+        case 0: expect.append(Transaction.Expectation(object: plainObject(), .exists(chance(0.9))))
+        case 1: expect.append(Transaction.Expectation(object: person(), .matches([["age", ">=", .int(pick(0..<25))]])))
+        case 2: expect.append(Transaction.Expectation(object: person(), .ifRevision(pick(0..<40))))
+        default: break
+        }
+        serial += 1
+        return .transaction(
+            Transaction(id: chance(0.5) ? "tx\(serial)" : nil, expect: expect, operations: operations))
     }
 
     private mutating func redefineClass() -> Command.Action {

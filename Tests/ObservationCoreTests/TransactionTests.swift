@@ -236,6 +236,20 @@ struct TransactionTests {
         #expect(outcome.results == [.releasePending(retainedBy: [keeper])])
     }
 
+    @Test("many objects touched, some twice: undone whole on a refusal, applied whole otherwise")
+    func manyObjects() throws {
+        let store = try Self.world(accounts: 20)
+        let revisions = try (0..<20).map { try store.as(.admin).object("a\($0)").revision }
+        var operations = (0..<20).map { Self.set("a\($0)", "balance", .int($0)) }
+        operations += (0..<20).map { Self.set("a\($0)", "note", "n", ifRevision: revisions[$0]) }
+        let before = try Self.fingerprint(store)
+        #expect(throws: CoreError.self) { try Self.run(store, operations + [Self.set("a3", "balance", "x")]) }
+        #expect(try Self.fingerprint(store) == before)
+        let result = try Self.run(store, operations)
+        #expect(try store.as(.admin).object("a17").values == ["balance": 17, "note": "n"])
+        #expect(try store.as(.admin).object("a17").revision == result.revision)
+    }
+
     @Test("limits and shape: no operations, too many, an id outside the alphabet")
     func shape() throws {
         var limits = StoreLimits()

@@ -33,19 +33,33 @@ struct GraphUndo {
 
     /// In the order they were first touched.
     private(set) var touched: [Entry] = []
-    /// Looked up only, never iterated.
-    private var seen: Set<String> = []
+    /// The ids touched, once there are many (a few are found faster in `touched`). Looked up only.
+    private var seen: Set<String>?
+
+    private func saved(_ id: String) -> Entry? {
+        if let seen { return seen.contains(id) ? touched.first { $0.id == id } : nil }
+        return touched.first { $0.id == id }
+    }
 
     /// Keeps object `id` as it is now, the first time it is touched.
     mutating func save(_ id: String, in graph: ObjectGraph) {
-        guard seen.insert(id).inserted else { return }
+        if let seen {
+            guard !seen.contains(id) else { return }
+        } else if touched.contains(where: { $0.id == id }) {
+            return
+        }
         touched.append(Entry(id: id, object: graph.objects[id], pendingRelease: graph.pendingRelease.contains(id)))
+        if seen != nil {
+            seen?.insert(id)
+        } else if touched.count > 8 {
+            seen = Set(touched.map(\.id))
+        }
     }
 
     /// An operation's `ifRevision` is compared with the object's revision before the transaction.
     func checkRevision(of id: String, _ expected: Int?, in graph: ObjectGraph) throws(CoreError) {
         guard let expected else { return }
-        let before = seen.contains(id) ? touched.first { $0.id == id }?.object : graph.objects[id]
+        let before = saved(id).map(\.object) ?? graph.objects[id]
         guard let before, before.revision == expected else {
             throw CoreError(
                 .revisionMismatch,
@@ -130,6 +144,11 @@ extension StoreState {
     /// registration that one operation reached gets that operation's record; one that several
     /// reached gets one `setting` record from its value before to its value after, if they differ.
     private mutating func recordChanges(_ staged: [StagedOperation], revision: Int) {
+        // One write and nothing else to notify: exactly its single request's propagation.
+        if staged.count == 1, case .wrote(let writes, let toMany, _) = staged[0] {
+            propagate(writes, revision: revision, toMany: toMany)
+            return
+        }
         struct Reach {
             let position: RegistrationIndex.Position
             var policy: NotifyPolicy
