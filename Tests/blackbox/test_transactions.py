@@ -130,7 +130,7 @@ def refusals(revisions):
         ("operations empty", {"operations": []}, 400, "invalidRequest", {}),
         ("unknown member", {"operations": GOOD, "atomic": True}, 400, "invalidRequest", {}),
         ("unknown op", {"operations": with_good({"op": "increment", "object": "ra", "keyPath": "balance"})},
-         400, "invalidRequest", {"operation": 1}),
+         400, "invalidRequest", {"operation": 1, "op": "increment"}),
         ("missing member", {"operations": with_good({"op": "set", "object": "ra", "keyPath": "balance"})},
          400, "invalidRequest", {"operation": 1}),
         # A member of the wrong type: its single request's code (section 2), as in any body.
@@ -165,6 +165,13 @@ def refusals(revisions):
          409, "conflict", {"operation": 2}),
         ("operation's ifRevision", {"operations": with_good(dict(set_ra, ifRevision=ra - 1))},
          412, "revisionMismatch", {"operation": 1}),
+        ("ifRevision of an object the transaction created", {"operations": [
+            {"op": "create", "id": "r-made", "values": {"n": 0}}, {"op": "set", "object": "r-made", "keyPath": "n",
+                                                                   "value": 1, "ifRevision": ra}]},
+         412, "revisionMismatch", {"operation": 1, "revision": None}),
+        ("expect before the operations", {"expect": [{"object": "ra", "ifRevision": ra - 1}],
+                                          "operations": with_good({"op": "delete", "object": "nowhere"})},
+         412, "revisionMismatch", {"expect": 0, "revision": ra}),
         ("expect ifRevision", {"expect": [{"object": "ra", "ifRevision": ra - 1}], "operations": GOOD},
          412, "revisionMismatch", {"expect": 0, "revision": ra}),
         ("expect exists false", {"expect": [{"object": "ra", "exists": True}, {"object": "rb", "exists": False}],
@@ -241,8 +248,9 @@ def test_malformed_json_a_body_over_the_limit_and_a_header_key_other_than_the_id
     status, body, _ = post_raw(server, b'{"operations": [')
     assert status == 400 and error_of(status, body)["code"] == "invalidJSON", (status, body)
     status, body, _ = post_raw(server, json.dumps({"id": "tx-header", "operations": GOOD}).encode(),
-                            {"Idempotency-Key": "another"})
-    assert status == 400 and error_of(status, body)["code"] == "invalidRequest", (status, body)
+                               {"Idempotency-Key": "another"})
+    error = error_of(status, body)
+    assert status == 400 and error["code"] == "invalidRequest" and "header" in error["details"], (status, body)
     assert_unchanged(server, before, accounts)
     status, body, _ = post_raw(server, json.dumps({"id": "tx-header", "operations": [GOOD[0]]}).encode(),
                             {"Idempotency-Key": "tx-header"})
@@ -359,8 +367,19 @@ def test_the_same_id_and_body_answers_the_first_answer_and_changes_nothing(serve
     assert (status, again) == (200, first) and headers.get("Idempotent-Replayed") == "true", "the first answer again"
     assert_unchanged(server, before, state)
     status, answer = transact(server, dict(body, operations=body["operations"][:1]))
-    assert status == 409 and error_of(status, answer)["code"] == "idempotencyKeyReused", (status, answer)
+    error = error_of(status, answer)
+    assert status == 409 and error["code"] == "idempotencyKeyReused" and error["details"].get("id") == "tx-idem", \
+        (status, answer)
     assert_unchanged(server, before, state)
+
+    # A refused transaction keeps nothing: its id, corrected, applies at once.
+    revision = state["idem"][1]["revision"]
+    stale = {"id": "tx-corrected", "expect": [{"object": "idem", "ifRevision": revision - 1}],
+             "operations": body["operations"][:1]}
+    assert transact(server, stale)[0] == 412
+    assert_unchanged(server, before, state)
+    corrected = ok(*transact(server, dict(stale, expect=[{"object": "idem", "ifRevision": revision}])))
+    assert corrected["id"] == "tx-corrected" and corrected["revision"] == before[0] + 1
 
     # Without an id, an Idempotency-Key header works as for any write.
     plain = json.dumps({"operations": [{"op": "set", "object": "idem", "keyPath": "balance", "value": 2}]}).encode()
@@ -391,6 +410,9 @@ def test_a_scoped_token_is_refused_the_whole_transaction_for_one_operation(serve
         ({"operations": [{"op": "delete", "object": "room2-a"}, mine]}, "operation", 0),
         ({"operations": [mine, {"op": "post", "name": "chat.room2.hello"}]}, "operation", 1),
         ({"operations": [mine, {"op": "notify", "object": "room2-a", "keyPaths": ["title"]}]}, "operation", 1),
+        # The first refusal in operation order answers: a missing object it might write (404) before a 403.
+        ({"operations": [mine, {"op": "set", "object": "room1-none", "keyPath": "title", "value": "x"},
+                         {"op": "delete", "object": "room2-a"}]}, "operation", 1),
         ({"expect": [{"object": "room1-a", "exists": True}, {"object": "room2-a", "exists": True}],
           "operations": [mine]}, "expect", 1),
     ]
@@ -398,8 +420,8 @@ def test_a_scoped_token_is_refused_the_whole_transaction_for_one_operation(serve
     for body, member, index in cases:
         status, answer = transact(server, body, headers=scoped)
         error = error_of(status, answer)
-        assert status == 403 and error["code"] == "forbidden" and error["details"].get(member) == index, \
-            (body, status, answer)
+        refusal = (404, "notFound") if "room1-none" in json.dumps(body) else (403, "forbidden")
+        assert (status, error["code"]) == refusal and error["details"].get(member) == index, (body, status, answer)
         assert_unchanged(server, before, state)
     answer = ok(*transact(server, {"id": "tx-scoped", "operations": [
         mine, {"op": "create", "id": "room1-b", "class": "Doc"}, {"op": "post", "name": "chat.room1.hello"}]},
