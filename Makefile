@@ -182,10 +182,11 @@ PEERS_RUNS ?= 1
 PEERS_CMD  := python3 ../shared/bench/bench.py run --w2-subs 1000 --runs $(PEERS_RUNS)
 PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port} --log-level warning
 
-## Our own wrk load tests, then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll
-## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
-## The bench cannot rot: ../shared/bench's W1-W4 and the cluster bench, a few seconds each, on the
-## debug build; checks deliveries, gaps and errors, never timings.
+## Our own wrk load tests (PUT, GET, and W7's transactions of 4 and of 1 `set` beside the PUT, issue 43),
+## then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll client, obsclient, drives
+## the stream workloads and reports its own CPU); all into BENCHMARKS.md.
+## The bench cannot rot: ../shared/bench's W1-W4, W7 beside the PUT and the cluster bench, a few seconds
+## each, on the debug build; checks deliveries, gaps and errors, never timings.
 test-bench-smoke: deps-bench deps-cluster build-tests $(if $(ALL_DEPS),| test-swift)
 	@$(call test_phase,bench-smoke) env -u MAKEFLAGS python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
