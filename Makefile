@@ -70,7 +70,8 @@ deps-blackbox: $(if $(ALL_DEPS),deps-tests)
 deps-browser: $(if $(ALL_DEPS),deps-tests)
 	@.ci/packages browser
 
-## The JavaScript tests run under Node's own test runner: Debian's nodejs (18 or later), no npm package.
+## The JavaScript tests run under Node's own test runner: Debian's nodejs (18 or later), no npm package;
+## the client's types (Public/client/*.d.ts) are compiled by Debian's TypeScript (node-typescript).
 deps-node: $(if $(ALL_DEPS),deps-tests)
 	@.ci/packages node
 
@@ -146,7 +147,7 @@ test-swift: build-tests
 ## The browser code's wire module and client (Public/client) under `node --test`. The files are named, not
 ## the directory: Node 21 and later take the arguments as globs and would run the bare directory as a file.
 test-js: deps-node
-	@$(call test_phase,js) bash -c 'node --test Tests/js/*.test.mjs'
+	@$(call test_phase,js) bash -c 'node --test Tests/js/*.test.mjs && tsc -p Tests/js/types'
 
 ## The files side by side, one file per worker at a time (each file's servers, PostgreSQL, nginx,
 ## namespaces and mounts are its own; one chromium per worker).
