@@ -327,6 +327,32 @@ def test_records_of_a_transaction_come_in_order_and_carry_its_id(server):
     stream.close()
 
 
+def test_admin_events_and_notifications_come_in_operation_order(server):
+    create(server, "order-kept", {"n": 0})
+    create(server, "order-gone", {"n": 0})
+    keeper = ok(*server.request("POST", "/v1/observers", {"lease": 600, "retainObserved": True}))["id"]
+    ok(*server.request("POST", f"/v1/observers/{keeper}/observations", {"object": "order-kept", "keyPath": "n"}))
+    ok(*server.request("POST", f"/v1/observers/{keeper}/subscriptions", {}))
+    stream = EventStreamReader(server, f"/v1/observers/{keeper}/events")
+    _, admin_last = mark(server)
+    revision = ok(*transact(server, {"id": "tx-order", "operations": [
+        {"op": "post", "name": "First"},
+        {"op": "create", "id": "order-new", "values": {"n": 1}},
+        {"op": "delete", "object": "order-kept"},
+        {"op": "set", "object": "order-new", "keyPath": "n", "value": 2},
+        {"op": "delete", "object": "order-gone"},
+        {"op": "post", "name": "Last"}]}))["revision"]
+    stream.wait_for(lambda event, _, data: data.get("name") == "Last")
+    assert [data["name"] for event, data in at(stream.events, revision) if event == "notification"] == \
+        ["First", "Last"]
+    events, _ = admin_events(server, admin_last)
+    caused = [(event["event"], event["data"]) for event in events if event["data"].get("revision") == revision]
+    assert [name for name, _ in caused] == ["notificationPosted", "objectCreated", "objectReleasePending",
+                                            "valueChanged", "objectDeleted", "notificationPosted"], caused
+    assert all(data.get("tx") == "tx-order" for _, data in caused), caused
+    stream.close()
+
+
 def test_a_key_changed_twice_gets_one_record_and_none_when_it_ends_where_it_began(server):
     create(server, "twice", {"balance": 10, "note": "a"}, "Account")
     observer = observe(server, ["twice"])
