@@ -191,7 +191,8 @@ def count_tx(binary, durable, workload, keep):
         if not per:
             return call(c, "PUT", f"/v1/objects/o{serial % 1000}/values/name", {"value": value})
         return call(c, "POST", "/v1/transactions", {"operations": [
-            {"op": "set", "object": f"o{o}", "keyPath": "name", "value": value} for o in chance.sample(range(1000), per)]})
+            {"op": "set", "object": f"o{o}", "keyPath": "name", "value": value}
+            for o in chance.sample(range(1000), per)]})
 
     try:
         try:

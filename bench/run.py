@@ -206,7 +206,8 @@ def main():
             (CPU under 100 %) moves requests/s, much less this."""
             return ops * row["rps"] / max(row["cpu"], 1) / (put["rps"] / max(put["cpu"], 1))
 
-        lines.append(f"| {mode} | {4 * tx4['rps']:,.0f} | {4 * tx4['rps'] / put['rps']:.2f}x | {per_cpu(tx4, 4):.2f}x | "
+        lines.append(f"| {mode} | {4 * tx4['rps']:,.0f} | {4 * tx4['rps'] / put['rps']:.2f}x | "
+                     f"{per_cpu(tx4, 4):.2f}x | "
                      f"{tx1['rps']:,.0f} | {tx1['rps'] / put['rps']:.2f}x | {per_cpu(tx1):.2f}x |")
     lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['cmd']}`" for r in rows] + [""]
     if args.peers_table and Path(args.peers_table).exists():

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The bench's smoke (`make test`): ../shared/bench's W1-W4 against ObsServer alone, a few
 seconds each, then bench/run.py's PUT beside W7's transactions (a second each), then the cluster
-bench's cost split and failover with 100 subscribers, so that none can rot. It checks what every run must do (no errors, every due event delivered,
-no gap or duplicate after a failover) and asserts no timing: the machine under CI is noisy.
+bench's cost split and failover with 100 subscribers, so that none can rot. It checks what every
+run must do (no errors, every due event delivered, no gap or duplicate after a failover) and
+asserts no timing: the machine under CI is noisy.
 """
 import argparse
 import json

@@ -9,7 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import EventStreamReader, ServerProcess, free_port, ok, wait_until  # noqa: F401 (ok: for the cluster tests)
+# `ok` is not used here: the cluster tests import it from this module.
+from conftest import EventStreamReader, ServerProcess, free_port, ok, wait_until  # noqa: F401
 from postgres import Postgres
 
 

@@ -79,7 +79,8 @@ class World:
             balances[target] += amount
             for account in (source, target):
                 if chance.random() < 0.5:
-                    operations.append({"op": "set", "object": account, "keyPath": "balance", "value": balances[account]})
+                    operations.append({"op": "set", "object": account, "keyPath": "balance",
+                                       "value": balances[account]})
                 else:
                     operations.append({"op": "patch", "object": account, "values": {"balance": balances[account]}})
         if chance.random() < 0.3:
