@@ -403,8 +403,6 @@ def test_a_registration_one_operation_reaches_gets_that_operations_record(server
         "tags": {"kind": "insertion", "indexes": [1], "old": None, "new": ["b"], "tx": "tx-one-op"}}, records
 
 
-@pytest.mark.xfail(strict=True, reason="c268d88..29e0848: a `set` of a manual key counts as a write reaching the "
-                   "registration, so the `notify` after it sends nothing (its single requests send old 1, new 5)")
 def test_a_manual_key_set_then_notified_in_one_transaction_gets_the_notify_record(server):
     """Section 15: a registration one operation affected gets that single request's record. The `set`
     of a manual key affects no registration (6.3); the `notify` after it sends `old` = the value at
