@@ -183,10 +183,11 @@ PEERS_RUNS ?= 1
 PEERS_CMD  := python3 ../shared/bench/bench.py run --w2-subs 1000 --runs $(PEERS_RUNS)
 PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port} --log-level warning
 
-## Our own wrk load tests, then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll
-## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
-## The bench cannot rot: ../shared/bench's W1-W4 and the cluster bench, a few seconds each, on the
-## debug build; checks deliveries, gaps and errors, never timings.
+## Our own wrk load tests (PUT, GET, and W7's transactions of 4 and of 1 `set` beside the PUT, issue 43),
+## then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll client, obsclient, drives
+## the stream workloads and reports its own CPU); all into BENCHMARKS.md.
+## The bench cannot rot: ../shared/bench's W1-W4, W7 beside the PUT and the cluster bench, a few seconds
+## each, on the debug build; checks deliveries, gaps and errors, never timings.
 test-bench-smoke: deps-bench deps-cluster build-tests $(if $(ALL_DEPS),| test-swift)
 	@$(call test_phase,bench-smoke) env -u MAKEFLAGS python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
@@ -248,7 +249,8 @@ soak: release
 	python3 bench/soak.py --minutes 30
 
 ## Instructions per PUT and per W2 write under callgrind, in memory and with --data-dir (ARCHITECTURE.md,
-## "Profile (callgrind)"); 2-3 minutes a run of the four. `make callgrind CALLGRIND_RUNS=3` for the spread.
+## "Profile (callgrind)"), and per operation of a transaction against a W1 PUT (TX, issue 43); 3-4 minutes
+## a run of the ten. `make callgrind CALLGRIND_RUNS=3` for the spread.
 CALLGRIND_RUNS ?= 1
 callgrind: deps-valgrind release
 	python3 bench/callgrind.py --binary .build/release/obs-server --runs $(CALLGRIND_RUNS)

@@ -29,9 +29,9 @@ struct JSONBody {
 
     /// A JSON object inside a body (a transaction's operation), with the same checks of its
     /// members; `context` names it in the error.
-    init(members: JSONObject, allowed: [String], context: String) throws {
+    init(members: JSONObject, allowed: [String], context: @autoclosure () -> String) throws {
         for (key, _) in members where !allowed.contains(key) {
-            throw CoreError.unknownField(key, in: context, allowed: allowed)
+            throw CoreError.unknownField(key, in: context(), allowed: allowed)
         }
         self.members = members
     }

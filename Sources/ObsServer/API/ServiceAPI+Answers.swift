@@ -146,7 +146,7 @@ extension HTTPResponse {
             if let revision { members["revision"] = .int(revision) }
             return .json(.object(members), status: deduplicated ? 200 : 201)
         case .transaction(let result):
-            return .json(result.json)
+            return .json { result.write(to: &$0) }
         case .posted(.delivered(let revision, let count)):
             return .json(["revision": .int(revision), "delivered": .int(count)])
         case .posted(.queued(let coalesced)):

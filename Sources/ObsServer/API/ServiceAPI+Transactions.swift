@@ -48,30 +48,30 @@ extension ServiceAPI {
                 .invalidRequest, "an operation's \"op\" is one of \(Transaction.operationKinds.joined(separator: ", "))"
             )
         }
-        func body(_ allowed: [String], path: [String] = []) throws -> JSONBody {
-            try JSONBody(members: members, allowed: ["op"] + path + allowed, context: "a '\(op)' operation")
+        func body(_ allowed: [String]) throws -> JSONBody {
+            try JSONBody(members: members, allowed: allowed, context: "a '\(op)' operation")
         }
         switch op {
         case "set":
-            let body = try body(WriteBodies.setMembers, path: ["object", "keyPath"])
+            let body = try body(OperationMembers.set)
             return try WriteBodies.setValue(
                 try body.required("object", body.string), try body.required("keyPath", body.string), body)
         case "patch":
-            let body = try body(WriteBodies.patchMembers, path: ["object"])
+            let body = try body(OperationMembers.patch)
             return try WriteBodies.patch(try body.required("object", body.string), body)
         case "create":
-            return try WriteBodies.createObject(try body(WriteBodies.createMembers))
+            return try WriteBodies.createObject(try body(OperationMembers.create))
         case "mutate":
-            let body = try body(WriteBodies.mutateMembers, path: ["object", "keyPath"])
+            let body = try body(OperationMembers.mutate)
             return try WriteBodies.mutate(
                 try body.required("object", body.string), try body.required("keyPath", body.string), body)
         case "delete":
-            let body = try body([], path: ["object"])
+            let body = try body(OperationMembers.delete)
             return .deleteObject(object: try body.required("object", body.string))
         case "post":
-            return try WriteBodies.post(try body(WriteBodies.postMembers))
+            return try WriteBodies.post(try body(OperationMembers.post))
         case "notify":
-            let body = try body(WriteBodies.notifyMembers, path: ["object"])
+            let body = try body(OperationMembers.notify)
             return try WriteBodies.notify(try body.required("object", body.string), body)
         default:
             var message = "unknown operation '\(op)'"
@@ -86,21 +86,40 @@ extension ServiceAPI {
     }
 }
 
+/// The members an operation may have: `op`, the path's parts, its single request's body.
+private enum OperationMembers {
+    static let set = ["op", "object", "keyPath"] + WriteBodies.setMembers
+    static let patch = ["op", "object"] + WriteBodies.patchMembers
+    static let create = ["op"] + WriteBodies.createMembers
+    static let mutate = ["op", "object", "keyPath"] + WriteBodies.mutateMembers
+    static let delete = ["op", "object"]
+    static let post = ["op"] + WriteBodies.postMembers
+    static let notify = ["op", "object"] + WriteBodies.notifyMembers
+}
+
 extension TransactionResult {
     /// `{"revision", "id"?, "results": [...]}`: each result the body its single request answers.
-    var json: JSON {
-        let results: [JSON] = results.map { result in
+    func write(to writer: inout JSONWriter) {
+        writer.raw("{\"revision\":")
+        writer.write(revision)
+        if let id {
+            writer.raw(",\"id\":")
+            writer.write(id)
+        }
+        writer.raw(",\"results\":[")
+        for (index, result) in results.enumerated() {
+            if index > 0 { writer.raw(",") }
             switch result {
-            case .done: [:]
-            case .created(let snapshot): .object(snapshot.json)
+            case .done: writer.raw("{}")
+            case .created(let snapshot): writer.write(.object(snapshot.json))
             case .releasePending(let retainedBy):
-                ["state": "releasePending", "retainedBy": .array(retainedBy.map(JSON.string))]
-            case .delivered(let count): ["delivered": .int(count)]
+                writer.write(["state": "releasePending", "retainedBy": .array(retainedBy.map(JSON.string))])
+            case .delivered(let count):
+                writer.raw("{\"delivered\":")
+                writer.write(count)
+                writer.raw("}")
             }
         }
-        var members: JSONObject = ["revision": .int(revision)]
-        if let id { members["id"] = .string(id) }
-        members["results"] = .array(results)
-        return .object(members)
+        writer.raw("]}")
     }
 }

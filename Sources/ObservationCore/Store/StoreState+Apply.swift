@@ -43,7 +43,7 @@ extension StoreState {
     }
 
     /// `access`: what the command's principal may do, as `authorize` decided (nil: everything).
-    private mutating func perform(
+    mutating func perform(
         _ action: Command.Action, by principal: Principal, _ access: Access?, at time: Timestamp
     ) throws(CoreError)
         -> Outcome

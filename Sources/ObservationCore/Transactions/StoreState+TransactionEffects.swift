@@ -176,7 +176,9 @@ extension StoreState {
         }
         var notified: [(id: String, paths: [KeyPath])] = []
         for case .notified(let id, let paths) in staged {
-            for registration in manuallyNotified(id, keyPaths: paths) {
+            // A write of a `manual` key reaches no registration (section 6.3): the notify's record stands.
+            for registration in manuallyNotified(id, keyPaths: paths)
+            where reached[registration.sequence]?.policy != .manual {
                 reached[registration.sequence]?.count += 1
             }
             notified.append((id, paths))
@@ -197,7 +199,7 @@ extension StoreState {
                 return toMany
             }
         }
-        var skipping = Set(reached.keys)
+        var skipping = Set(reached.filter { $0.value.policy != .manual }.keys)
         for (id, paths) in notified {
             collectManualRecords(id, keyPaths: paths, revision: revision, skipping: skipping, into: &batch)
             skipping.formUnion(manuallyNotified(id, keyPaths: paths).map(\.sequence))

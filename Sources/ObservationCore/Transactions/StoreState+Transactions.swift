@@ -18,6 +18,7 @@ extension StoreState {
                 throw error.at("expect", index)
             }
         }
+        if transaction.operations.count == 1 { return try applyAlone(transaction, by: principal, at: time) }
         let revision = self.revision + 1
         var undo = GraphUndo()
         var staged: [StagedOperation] = []
@@ -36,6 +37,40 @@ extension StoreState {
         defer { tx = nil }
         let results = finish(staged, touched: undo.touched, revision: revision)
         return TransactionResult(revision: revision, id: transaction.id, results: results)
+    }
+
+    /// A transaction of one operation is that operation's single request (section 15: "each is
+    /// what its single request does"), applied as it: nothing to stage, nothing to undo.
+    private mutating func applyAlone(_ transaction: Transaction, by principal: Principal, at time: Timestamp)
+        throws(CoreError) -> TransactionResult
+    {
+        let operation = transaction.operations[0]
+        tx = transaction.id
+        defer { tx = nil }
+        let outcome: Outcome
+        do throws(CoreError) {
+            if case .post(_, _, _, let posting, _) = operation, posting != PostingStyle.now.rawValue {
+                throw Self.queuedPosting(posting)
+            }
+            let access = try authorize(operation, principal, at: time)
+            outcome = try perform(operation, by: principal, access, at: time)
+        } catch {
+            throw error.at("operation", 0)
+        }
+        let result: OperationResult
+        switch outcome {
+        case .objectCreated(let snapshot): result = .created(snapshot)
+        case .objectDeleted(.releasePending(let retainedBy, _)): result = .releasePending(retainedBy: retainedBy)
+        case .posted(.delivered(_, let count)): result = .delivered(count)
+        default: result = .done
+        }
+        return TransactionResult(revision: revision, id: transaction.id, results: [result])
+    }
+
+    static func queuedPosting(_ posting: String) -> CoreError {
+        CoreError(
+            .invalidRequest, "a transaction posts now: posting '\(posting)' is for single requests",
+            details: ["field": "posting"])
     }
 
     /// What a transaction is before any state is read: 1 to `maxTransactionOps` operations of
@@ -121,11 +156,7 @@ extension StoreState {
         case .notify(let id, let keyPaths):
             return .notified(id, try checkedNotification(id, keyPaths: keyPaths))
         case .post(let name, let object, let userInfo, let posting, let coalesce):
-            guard posting == PostingStyle.now.rawValue else {
-                throw CoreError(
-                    .invalidRequest, "a transaction posts now: posting '\(posting)' is for single requests",
-                    details: ["field": "posting"])
-            }
+            guard posting == PostingStyle.now.rawValue else { throw Self.queuedPosting(posting) }
             guard coalesce.isEmpty else {
                 throw CoreError(.invalidRequest, "coalesce applies to queued postings (asap, idle)")
             }
