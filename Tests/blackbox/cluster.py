@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 # `ok` is not used here: the cluster tests import it from this module.
 from conftest import EventStreamReader, ServerProcess, free_port, ok, wait_until  # noqa: F401
 from postgres import Postgres
@@ -77,6 +79,16 @@ http {{
             self.process.terminate()
             self.process.wait(timeout=10)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def module_cluster(size=3, node_args=()):
+    """A module's cluster fixture: `size` nodes, started once for the module, stopped after it."""
+    @pytest.fixture(scope="module")
+    def cluster():
+        cluster = Cluster(size=size, node_args=node_args)
+        yield cluster
+        cluster.stop()
+    return cluster
 
 
 class Cluster:

@@ -4,19 +4,14 @@
 
 import time
 
-import pytest
 
-from cluster import Cluster, ok, wait_until
+from cluster import module_cluster, ok, wait_until
 from conftest import EventStreamReader
 
 LEASE = 2
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    cluster = Cluster(size=2)
-    yield cluster
-    cluster.stop()
+cluster = module_cluster(size=2)
 
 
 def test_a_node_death_removes_its_present_clients_in_one_revision_everywhere(cluster):

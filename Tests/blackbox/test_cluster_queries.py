@@ -6,14 +6,10 @@ import random
 
 import pytest
 
-from cluster import Cluster, RawStream, kill_and_resume, ok
+from cluster import module_cluster, RawStream, kill_and_resume, ok
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    cluster = Cluster(size=3, node_args=["--checkpoint-commands", "100"])
-    yield cluster
-    cluster.stop()
+cluster = module_cluster(size=3, node_args=["--checkpoint-commands", "100"])
 
 
 QUERY = {"class": "Card", "where": [["group", "==", "g1"], ["owner.team", "in", ["red", "blue"]]],

@@ -4,19 +4,14 @@ was in doubt is repeated with its id until known. The surviving node, and the ki
 restarted, hold every acknowledged transfer, each whole, and the total is conserved. An id is one
 key for the whole cluster, and a transaction's records on another node carry it."""
 
-import pytest
 
-from cluster import Cluster, ok
+from cluster import module_cluster, ok
 from conftest import Bank, EventStreamReader
 
 CLIENTS = 6
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    cluster = Cluster(size=2)
-    yield cluster
-    cluster.stop()
+cluster = module_cluster(size=2)
 
 
 def test_a_node_killed_amid_transfer_transactions_leaves_each_whole_or_absent(cluster):

@@ -54,8 +54,8 @@ extension ServiceAPI {
         switch op {
         case "set":
             let body = try body(OperationMembers.set)
-            return try WriteBodies.setValue(
-                try body.required("object", body.string), try body.required("keyPath", body.string), body)
+            let (object, keyPath) = try Self.target(body)
+            return try WriteBodies.setValue(object, keyPath, body)
         case "patch":
             let body = try body(OperationMembers.patch)
             return try WriteBodies.patch(try body.required("object", body.string), body)
@@ -63,8 +63,8 @@ extension ServiceAPI {
             return try WriteBodies.createObject(try body(OperationMembers.create))
         case "mutate":
             let body = try body(OperationMembers.mutate)
-            return try WriteBodies.mutate(
-                try body.required("object", body.string), try body.required("keyPath", body.string), body)
+            let (object, keyPath) = try Self.target(body)
+            return try WriteBodies.mutate(object, keyPath, body)
         case "delete":
             let body = try body(OperationMembers.delete)
             return .deleteObject(object: try body.required("object", body.string))
@@ -83,6 +83,13 @@ extension ServiceAPI {
             message += " (the operations: \(Transaction.operationKinds.joined(separator: " ")))"
             throw CoreError(.invalidRequest, message, details: details)
         }
+    }
+}
+
+extension ServiceAPI {
+    /// An operation's `object` and `keyPath`: its single request's path.
+    fileprivate static func target(_ body: JSONBody) throws -> (object: String, keyPath: String) {
+        (try body.required("object", body.string), try body.required("keyPath", body.string))
     }
 }
 
