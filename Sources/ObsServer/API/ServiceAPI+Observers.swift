@@ -4,9 +4,10 @@ extension ServiceAPI {
     func registerObservers(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers") { request, parameters in
             let body = try jsonBody(
-                request, allowed: ["name", "lease", "retainObserved", "replay", "client", "onRemove"])
+                request, allowed: ["name", "lease", "retainObserved", "replay", "client", "onRemove", "deliver"])
             let defaults = ObserverSettings()
             let token = Command.newToken()
+            let deliver = try deliveryRequest(body["deliver"])
             return try execute(
                 request, parameters.caller,
                 .createObserver(
@@ -14,9 +15,10 @@ extension ServiceAPI {
                     lease: try body.int("lease") ?? defaults.lease,
                     retainObserved: try body.bool("retainObserved") ?? defaults.retainObserved,
                     replay: try body.int("replay") ?? defaults.replay, client: try body.string("client"),
-                    onRemove: body["onRemove"]),
-                // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer).
-                answerMembers: ["token": .string(token)])
+                    onRemove: body["onRemove"], deliver: deliver),
+                // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer);
+                // the webhook secret (section 16) likewise.
+                answerMembers: (["token": .string(token)] as JSONObject).adding("deliver", deliver))
         }
         router.on(.get, "/v1/observers") { _, parameters in
             // A scoped token lists the observers it made (section 13).
@@ -32,6 +34,11 @@ extension ServiceAPI {
             members["subscriptions"] = .array(observer.subscriptionList.map { .object($0.json) })
             members["queries"] = .array(observer.queryList.map { .object($0.json) })
             members["onRemove"] = .array(observer.onRemove)
+            if case .object(var delivery)? = members["delivery"] {
+                // What this server's deliverer knows now (state, attempts, errors) over the stored cursor.
+                for (key, value) in webhooks.status(of: observer.id) ?? Self.idleDelivery { delivery[key] = value }
+                members["delivery"] = .object(delivery)
+            }
             return .json(.object(members))
         }
         router.on(.delete, "/v1/observers/{id}") { request, parameters in

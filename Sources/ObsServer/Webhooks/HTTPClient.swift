@@ -44,12 +44,17 @@ final class HTTPClient: Sendable {
     private let handles: CurlHandles
     private let finished = DispatchSemaphore(value: 0)
     /// Run once per turn of the thread, after completions: the longest the thread may sleep.
-    private let turn: @Sendable () -> Duration?
+    private let turnHook = Locked<TurnHook?>(nil)
 
-    init(turn: @escaping @Sendable () -> Duration? = { nil }) {
+    init() {
         HTTPClient.initializeOnce()
         handles = CurlHandles()
-        self.turn = turn
+    }
+
+    /// Sets what the thread runs at each turn (before `start`): it returns the longest the
+    /// thread may sleep (nil: until woken).
+    func onTurn(_ hook: @escaping @Sendable () -> Duration?) {
+        turnHook.withLock { $0 = TurnHook(call: hook) }
     }
 
     private static let global: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
@@ -93,7 +98,7 @@ final class HTTPClient: Sendable {
             var running: Int32 = 0
             curl_multi_perform(handles.multi, &running)
             for (completion, result) in handles.takeFinished() { completion(result) }
-            let wait = turn()
+            let wait = turnHook.withLock { $0 }?.call()
             if queue.withLock({ !$0.submitted.isEmpty || $0.stopping }) { continue }
             let milliseconds = wait.map { Int32(clamping: max(0, $0.milliseconds)) } ?? 60_000
             curl_multi_poll(handles.multi, nil, 0, min(milliseconds, 60_000), nil)
@@ -101,6 +106,11 @@ final class HTTPClient: Sendable {
         handles.close()
         finished.signal()
     }
+}
+
+/// A closure in a struct, for `Locked`.
+private struct TurnHook: Sendable {
+    let call: @Sendable () -> Duration?
 }
 
 extension Duration {

@@ -48,7 +48,9 @@ struct ObserverTable: Sendable {
     /// Adds an observer without a stream; its lease runs from `time`.
     mutating func insert(_ record: ObserverRecord, at time: Timestamp) {
         var record = record
-        record.expiresAt = Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
+        // A delivering observer has no lease (section 16).
+        record.expiresAt =
+            record.delivery != nil ? nil : Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
         observers[record.id] = record
         byTokenHash[record.tokenHash] = record.id
         if let tokenID = record.access?.tokenID { byAccessToken[tokenID, default: []].insert(record.id) }
@@ -87,7 +89,7 @@ struct ObserverTable: Sendable {
         var due: [String] = []
         while let next = leases.first, next.deadline <= time.milliseconds {
             _ = leases.popFirst()
-            due.append(next.id)
+            if observers[next.id]?.delivery == nil { due.append(next.id) }  // no lease (section 16)
         }
         return due
     }
@@ -211,13 +213,15 @@ struct ObserverTable: Sendable {
         streams = 0
         adminHolders = [:]
         for id in ids {
-            let deadline: Int64? = observers.inPlace(id) { record in
-                record.streams = 0
-                record.holders = [:]
-                let deadline = time.milliseconds + Int64(record.lease) * 1000
-                record.expiresAt = Timestamp(milliseconds: deadline)
-                return deadline
-            }
+            let deadline: Int64? =
+                observers.inPlace(id) { record -> Int64? in
+                    record.streams = 0
+                    record.holders = [:]
+                    guard record.delivery == nil else { return nil }  // no lease (section 16)
+                    let deadline = time.milliseconds + Int64(record.lease) * 1000
+                    record.expiresAt = Timestamp(milliseconds: deadline)
+                    return deadline
+                } ?? nil
             if let deadline { leases.schedule(id, at: deadline) }
         }
     }

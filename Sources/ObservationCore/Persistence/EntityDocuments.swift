@@ -16,7 +16,7 @@ extension JournalBatch.Entity {
                 members.adding("owner", object.owner.map(JSON.string))
                     .adding("ownerToken", object.ownerToken.map(JSON.string)))
         case .observer(let observer):
-            return [
+            let members: JSONObject = [
                 "name": .string(observer.name), "tokenHash": .string(observer.tokenHash), "lease": .int(observer.lease),
                 "retainObserved": .bool(observer.retainObserved), "replay": .int(observer.log.capacity),
                 "client": observer.client.map(JSON.string) ?? .null,
@@ -27,6 +27,10 @@ extension JournalBatch.Entity {
                 "holders": .object(
                     JSONObject(observer.holders.sorted { $0.key < $1.key }.map { ($0.key, JSON.int($0.value)) })),
             ]
+            // Section 16, written only for a delivering observer (older documents have neither).
+            return .object(
+                members.adding("deliver", observer.delivery?.json)
+                    .adding("acknowledged", observer.delivery == nil ? nil : .int(observer.acknowledged)))
         case .registration(let registration):
             return [
                 "observer": .string(registration.observerID), "object": .string(registration.objectID),

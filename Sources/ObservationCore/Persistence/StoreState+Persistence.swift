@@ -187,6 +187,14 @@ extension StoreState {
             record.access = access
         }
         record.onRemove = try Self.removalPatches(document)
+        if let deliver = document.members["deliver"] {
+            do {
+                record.delivery = try DeliveryTarget(json: deliver)
+            } catch {
+                throw document.failure("an unreadable deliver: \(error.message)")
+            }
+            record.acknowledged = try document.int("acknowledged")
+        }
         observers.insert(record, at: time)
     }
 

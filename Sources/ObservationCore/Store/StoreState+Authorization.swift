@@ -58,7 +58,7 @@ extension StoreState {
         case .post(let name, _, _, _, _):
             try ask(.name(.post, name))
         case .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart, .nodeDown,
-            .expireTokens:
+            .expireTokens, .acknowledge:
             break  // refused above: background changes are the server's
         }
         return access
