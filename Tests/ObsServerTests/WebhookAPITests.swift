@@ -100,6 +100,11 @@ struct WebhookAPITests {
             #expect(delivery["lastStatus"] == 204)
             #expect(delivery["secret"] == nil)
             #expect(try client.get("/v1/observers/\(id)").text.contains(secret) == false)
+            let metrics = try client.get("/metrics").text
+            #expect(metrics.contains("obs_webhook_deliveries_total{outcome=\"delivered\"} \(received.count)\n"))
+            #expect(metrics.contains("\nobs_webhook_events_acknowledged_total 5\n"))
+            #expect(metrics.contains("\nobs_webhook_backlog 0\n"))
+            #expect(metrics.contains("\nobs_webhook_active 1\n"))
             _ = server
         }
     }
@@ -128,6 +133,38 @@ struct WebhookAPITests {
                 #expect(gap >= .milliseconds(380) && gap <= .milliseconds(800), "gap \(gap)")
             }
             #expect(received.last?.headers["webhook-id"] == "\(id):2")
+        }
+    }
+
+    @Test("a buffer that overflows while the URL fails: the next delivery begins with reset and the rebuild")
+    func overflow() throws {
+        try withWebhooks(receiver: .status(500)) { _, client, receiver in
+            var body = deliver(receiver, ["maxBatch": 1])
+            if case .object(var members) = body { members["replay"] = 4; body = .object(members) }
+            let id = try client.createObserver(body)
+            try client.observe(id, "acct-1", "balance")
+            try client.set("acct-1", "balance", 1)
+            _ = receiver.waitFor(1)
+            for value in 2...10 { try client.set("acct-1", "balance", .int(value)) }
+            receiver.mode = .status(200)
+            _ = try waitForDelivery(client, id) { $0["acknowledged"] == 10 }
+            let batches = receiver.received.map(events)
+            let afterFirst = batches.drop { batch in
+                guard case .object(let first)? = batch.first else { return false }
+                return first["id"] == "1"
+            }
+            guard case .object(let reset)? = afterFirst.first?.first else { throw TestClientError("no batch after 1") }
+            #expect(reset["event"] == "reset")
+            #expect(reset["id"] == nil)
+            guard case .object(let data)? = reset["data"] else { throw TestClientError("no reset data") }
+            #expect(data["reason"] == "gap")
+            #expect(data["oldestAvailable"] == 7)
+            // maxBatch 1: the reset alone, then its rebuild record, then nothing older than the reset covered.
+            guard case .object(let rebuilt)? = afterFirst.dropFirst().first?.first,
+                case .object(let record)? = rebuilt["data"]
+            else { throw TestClientError("no rebuild record") }
+            #expect(record["initial"] == true)
+            #expect(record["new"] == 10)
         }
     }
 

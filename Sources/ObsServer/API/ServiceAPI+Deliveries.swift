@@ -46,3 +46,31 @@ extension ServiceAPI {
         CoreError(.invalidRequest, message, details: ["field": .string(field)])
     }
 }
+
+extension ServiceAPI {
+    /// Section 16's figures in `/metrics`: deliveries by outcome, events acknowledged, the backlog.
+    func webhookMetrics(into text: inout String) {
+        let figures = webhooks.figures
+        text += """
+            # HELP obs_webhook_deliveries_total Delivery attempts by outcome: delivered (2xx), rejected (another \
+            status), failed (no answer: timeout, refused or closed connection, address not allowed).
+            # TYPE obs_webhook_deliveries_total counter
+            obs_webhook_deliveries_total{outcome="delivered"} \(figures.delivered)
+            obs_webhook_deliveries_total{outcome="rejected"} \(figures.rejected)
+            obs_webhook_deliveries_total{outcome="failed"} \(figures.failed)
+            # HELP obs_webhook_events_acknowledged_total Events whose batch a receiver acknowledged.
+            # TYPE obs_webhook_events_acknowledged_total counter
+            obs_webhook_events_acknowledged_total \(figures.eventsAcknowledged)
+            # HELP obs_webhook_backlog Events waiting to be acknowledged, over the observers this node delivers.
+            # TYPE obs_webhook_backlog gauge
+            obs_webhook_backlog \(webhooks.backlog)
+            # HELP obs_webhook_observers Delivering observers this node delivers now.
+            # TYPE obs_webhook_observers gauge
+            obs_webhook_observers \(webhooks.count)
+            # HELP obs_webhook_active 1 while this node delivers (always on one server; the keeper on a cluster).
+            # TYPE obs_webhook_active gauge
+            obs_webhook_active \(webhooks.isActive ? 1 : 0)
+
+            """
+    }
+}

@@ -77,6 +77,12 @@ final class WebhookDeliverer: Sendable {
 
     var figures: Figures { state.withLock { $0.figures } }
 
+    /// How many observers this server delivers now.
+    var count: Int { state.withLock { $0.deliveries.count } }
+
+    /// Whether this server delivers now (a cluster node: while it is the keeper).
+    var isActive: Bool { active() }
+
     /// Events waiting in every delivering observer's buffer, unacknowledged.
     var backlog: Int {
         state.withLock { $0.deliveries.values.map { ($0.log, $0.machine.acknowledged) } }
