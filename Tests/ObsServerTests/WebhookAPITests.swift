@@ -169,6 +169,45 @@ struct WebhookAPITests {
     }
 
     @Test(
+        "unacknowledged events outlive restarts through checkpoints (at stop, and every N commands)",
+        arguments: [2, 10_000])
+    func checkpointed(checkpointEvery: Int) throws {
+        let directory = try TemporaryDirectory()
+        let receiver = try LoopbackReceiver(mode: .status(500))
+        defer { receiver.stop() }
+        let configure: (inout ServerConfig) -> Void = {
+            $0.webhookHosts = "127.0.0.1:*"
+            $0.dataDir = directory.path
+            $0.checkpointCommands = checkpointEvery
+        }
+        let id = try withServer(configure: configure) { _, client in
+            #expect(
+                try client.send("POST", "/v1/objects", json: ["id": "acct-1", "values": ["balance": 0]]).status == 201)
+            let id = try client.createObserver(deliver(receiver, ["maxBatch": 3]))
+            try client.observe(id, "acct-1", "balance")
+            try client.set("acct-1", "balance", 1)
+            receiver.mode = .status(200)
+            _ = try waitForDelivery(client, id) { $0["acknowledged"] == 1 }
+            receiver.mode = .status(500)
+            for value in 2...8 { try client.set("acct-1", "balance", .int(value)) }
+            _ = receiver.waitFor(2)
+            return id
+        }
+        let before = receiver.received.count
+        receiver.mode = .status(200)
+        try withServer(configure: configure) { _, client in
+            _ = try waitForDelivery(client, id) { $0["acknowledged"] == 8 }
+            let after = receiver.received.dropFirst(before).flatMap(events)
+            let ids = after.compactMap { event -> String? in
+                guard case .object(let members) = event, case .string(let id)? = members["id"] else { return nil }
+                return id
+            }
+            #expect(after.count == 7, "no reset, no rebuild: \(after)")
+            #expect(ids == (2...8).map(String.init))
+        }
+    }
+
+    @Test(
         "deliver is checked: hosts, scheme, secret, ranges, members",
         arguments: [
             (["url": "http://10.1.1.1/hook"] as JSONObject),

@@ -79,8 +79,18 @@ extension JournalBatch.Entity {
                 "ended": .string(ended.reason), "secretHash": ended.secretHash.map(JSON.string) ?? .null,
                 "forgetAt": .int(Int(forgetAt)),
             ]
-        case .lastEventID(let lastID):
-            return ["lastEventId": .int(lastID)]
+        case .lastEventID(let lastID, let pending):
+            guard !pending.isEmpty else { return ["lastEventId": .int(lastID)] }
+            return [
+                "lastEventId": .int(lastID),
+                "pending": .array(
+                    pending.map { event in
+                        [
+                            "id": .int(event.id), "event": .string(event.name), "revision": .int(event.revision),
+                            "data": .string(String(decoding: event.data, as: UTF8.self)),
+                        ]
+                    }),
+            ]
         case .idempotency(let entry):
             let answer = entry.answer
             return [

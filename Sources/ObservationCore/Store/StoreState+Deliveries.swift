@@ -28,6 +28,7 @@ extension StoreState {
         guard through > observer.acknowledged else { return }
         observers.update(id) { $0.acknowledged = through }
         journal.mark(.observer, id)
+        journal.mark(.lastEventID, id)  // its checkpoint keeps the unacknowledged events only
     }
 
     /// Ends what token `id` made that delivers: a delivering observer has no lease, and lives
