@@ -8,6 +8,10 @@ struct CommandGenerator {
     private var random: SeededGenerator
     private var time: Int64 = 1_800_000_000_000
     private var serial = 0
+    /// Counts the keepalive slot's draws (every eighth is an acknowledgement).
+    private var slot = 0
+    /// The observers made with `deliver` (section 16), in creation order.
+    private var delivering: [String] = []
     private(set) var people: [String] = []
     private(set) var teams: [String] = []
     private(set) var plain: [String] = []
@@ -106,7 +110,15 @@ struct CommandGenerator {
             let doomed = observer()
             if chance(0.8) { observers.removeAll { $0 == doomed } }
             return stamp(.deleteObserver(observer: doomed))
-        case 50..<52: return stamp(.keepalive(observer: observer()))
+        case 50..<52:
+            // Every eighth, section 16's acknowledgement (of a delivering observer, or refused: not
+            // one, no such event); chosen without a draw, so the sequence of the other kinds stays as it was.
+            slot += 1
+            if slot % 8 == 0 {
+                let target = delivering.isEmpty ? "obs_none" : delivering[slot / 8 % delivering.count]
+                return stamp(.acknowledge(observer: target, through: slot / 8 % 4))
+            }
+            return stamp(.keepalive(observer: observer()))
         case 52..<62: return stamp(observe())
         case 62..<66: return stamp(unobserve())
         case 66..<69: return stamp(subscribe())
@@ -244,11 +256,14 @@ struct CommandGenerator {
         serial += 1
         let id = "obs_\(serial)"
         observers.append(id)
+        if serial % 16 == 3 { delivering.append(id) }
         return .createObserver(
             id: id, tokenHash: "hash\(serial)", name: chance(0.1) ? "bad name" : nil,
             lease: chance(0.15) ? pick(1..<4) : pick(600..<3600),
             retainObserved: chance(0.4), replay: chance(0.1) ? 0 : pick(1..<50), client: chance(0.5) ? "tab0" : nil,
-            onRemove: chance(0.15) ? [["object": .string(person()), "values": ["nick": .string(word())]]] : nil)
+            onRemove: chance(0.15) ? [["object": .string(person()), "values": ["nick": .string(word())]]] : nil,
+            deliver: serial % 16 == 3
+                ? ["url": "http://127.0.0.1:9/h", "secret": "whsec_x", "maxBatch": .int(serial % 3)] : nil)
     }
 
     private mutating func observe() -> Command.Action {
