@@ -8,6 +8,16 @@ extension ServiceAPI {
         "state": "idle", "attempts": 0, "lastStatus": nil, "lastError": nil, "nextAttemptAt": nil,
     ]
 
+    /// An observer's view with its `delivery` completed by what this server's deliverer knows now
+    /// (state, attempts, errors) over the stored cursor; unchanged for an observer that does not deliver.
+    func withLiveDelivery(_ members: JSONObject, of id: String) -> JSONObject {
+        guard case .object(var delivery)? = members["delivery"] else { return members }
+        for (key, value) in webhooks.status(of: id) ?? Self.idleDelivery { delivery[key] = value }
+        var members = members
+        members["delivery"] = .object(delivery)
+        return members
+    }
+
     /// `deliver` of `POST /v1/observers` (section 16) checked here, where `--webhook-hosts` is
     /// known: an `http` or `https` URL whose host and port the list allows, and a `whsec_` secret
     /// (one is made when none is given). The ranges of `maxBatch` and `timeout` are checked as

@@ -23,7 +23,7 @@ extension ServiceAPI {
         router.on(.get, "/v1/observers") { _, parameters in
             // A scoped token lists the observers it made (section 13).
             let observers: [JSON] = try store(parameters).observers().map {
-                .object($0.summaryJSON)
+                .object(withLiveDelivery($0.summaryJSON, of: $0.id))
             }
             return .json(["observers": .array(observers)])
         }
@@ -34,12 +34,7 @@ extension ServiceAPI {
             members["subscriptions"] = .array(observer.subscriptionList.map { .object($0.json) })
             members["queries"] = .array(observer.queryList.map { .object($0.json) })
             members["onRemove"] = .array(observer.onRemove)
-            if case .object(var delivery)? = members["delivery"] {
-                // What this server's deliverer knows now (state, attempts, errors) over the stored cursor.
-                for (key, value) in webhooks.status(of: observer.id) ?? Self.idleDelivery { delivery[key] = value }
-                members["delivery"] = .object(delivery)
-            }
-            return .json(.object(members))
+            return .json(.object(withLiveDelivery(members, of: observer.id)))
         }
         router.on(.delete, "/v1/observers/{id}") { request, parameters in
             try execute(request, parameters.caller, .deleteObserver(observer: parameters["id"]))
