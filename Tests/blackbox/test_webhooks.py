@@ -194,3 +194,22 @@ def test_a_dead_endpoint_does_not_slow_a_healthy_one(server_factory, receivers):
     # Within noise of the run without the dead endpoint: no wait on it, ever.
     assert max(beside) < 0.5, beside
     assert statistics.median(beside) < statistics.median(alone) * 3 + 0.02, (alone, beside)
+
+
+def test_idle_deliveries_cost_no_cpu(server_factory, receivers):
+    server = server_factory(*HOSTS).start()
+    make_world(server)
+    observers = [delivering_observer(server, receivers(204)) for _ in range(5)]
+    set_balance(server, 1)
+    for observer in observers:
+        wait_for_delivery(server, observer["id"], lambda state: state["acknowledged"] == 1)
+    time.sleep(0.5)
+
+    def cpu_ticks():
+        with open(f"/proc/{server.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    before = cpu_ticks()
+    time.sleep(3)
+    assert cpu_ticks() - before <= 2, "an idle server with delivering observers uses no CPU (ticks of 10 ms)"
