@@ -92,15 +92,24 @@ final class WebhookDeliverer: Sendable {
     /// `delivery` of `GET /v1/observers/{id}`, as this server sees it (nil: it does not deliver it now).
     func status(of id: String) -> JSONObject? {
         guard let delivery = state.withLock({ $0.deliveries[id] }) else { return nil }
-        let machine = delivery.machine
-        return [
-            "url": .string(delivery.target.url), "state": .string(machine.stateName),
-            "acknowledged": .int(machine.acknowledged),
-            "backlog": .int(max(0, delivery.log.visibleID - machine.acknowledged)), "attempts": .int(machine.attempts),
-            "lastStatus": machine.lastStatus.map(JSON.int) ?? .null,
-            "lastError": machine.lastError.map(JSON.string) ?? .null,
-            "nextAttemptAt": machine.nextAttemptAt.map { .string($0.rfc3339) } ?? .null,
-        ]
+        return Self.members(of: delivery.machine, url: delivery.target.url, visible: delivery.log.visibleID)
+    }
+
+    /// Built member by member: Swift 6.3's optimizer crashed (CopyPropagation) on the literal.
+    private static func members(of machine: DeliveryMachine, url: String, visible: Int) -> JSONObject {
+        var members: JSONObject = [:]
+        members["url"] = .string(url)
+        members["state"] = .string(machine.stateName)
+        members["acknowledged"] = .int(machine.acknowledged)
+        members["backlog"] = .int(max(0, visible - machine.acknowledged))
+        members["attempts"] = .int(machine.attempts)
+        members["lastStatus"] = JSON.null
+        if let status = machine.lastStatus { members["lastStatus"] = .int(status) }
+        members["lastError"] = JSON.null
+        if let error = machine.lastError { members["lastError"] = .string(error) }
+        members["nextAttemptAt"] = JSON.null
+        if let next = machine.nextAttemptAt { members["nextAttemptAt"] = .string(next.rfc3339) }
+        return members
     }
 
     // MARK: - The client's thread
