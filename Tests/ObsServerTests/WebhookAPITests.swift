@@ -228,6 +228,23 @@ struct WebhookAPITests {
         }
     }
 
+    @Test("a name the list allows that resolves to an address it does not is never connected to")
+    func resolvedAddressChecked() throws {
+        let receiver = try LoopbackReceiver(mode: .status(204))
+        defer { receiver.stop() }
+        try withServer(configure: { $0.webhookHosts = "localhost:*" }) { _, client in
+            #expect(
+                try client.send("POST", "/v1/objects", json: ["id": "acct-1", "values": ["balance": 0]]).status == 201)
+            let id = try client.createObserver(["deliver": ["url": .string("http://localhost:\(receiver.port)/hook")]])
+            try client.observe(id, "acct-1", "balance")
+            try client.set("acct-1", "balance", 1)
+            let delivery = try waitForDelivery(client, id) { $0["state"] == "retrying" }
+            guard case .string(let error)? = delivery["lastError"] else { throw TestClientError("\(delivery)") }
+            #expect(error.contains("is not allowed by --webhook-hosts"), "\(error)")
+            #expect(receiver.received.isEmpty)
+        }
+    }
+
     @Test("without --webhook-hosts no URL is allowed")
     func noHosts() throws {
         try withServer { _, client in
