@@ -14,6 +14,8 @@ struct ObserverTable: Sendable {
     private(set) var streams = 0
     /// Admin streams per cluster node (observers' streams are counted in their records).
     private var adminHolders: [String: Int] = [:]
+    /// The observers that deliver to a URL (section 16): the deliverer reads these, not every observer.
+    private(set) var delivering: Set<String> = []
 
     var count: Int { observers.count }
 
@@ -52,6 +54,7 @@ struct ObserverTable: Sendable {
         record.expiresAt =
             record.delivery != nil ? nil : Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
         observers[record.id] = record
+        if record.delivery != nil { delivering.insert(record.id) }
         byTokenHash[record.tokenHash] = record.id
         if let tokenID = record.access?.tokenID { byAccessToken[tokenID, default: []].insert(record.id) }
         if let deadline = record.expiresAt { leases.schedule(record.id, at: deadline.milliseconds) }
@@ -62,6 +65,7 @@ struct ObserverTable: Sendable {
     @discardableResult
     mutating func remove(_ id: String) -> ObserverRecord? {
         guard let record = observers.removeValue(forKey: id) else { return nil }
+        delivering.remove(id)
         streams = max(0, streams - record.holders.values.reduce(0, +))
         byTokenHash[record.tokenHash] = nil
         if let tokenID = record.access?.tokenID {

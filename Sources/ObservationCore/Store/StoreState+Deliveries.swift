@@ -41,7 +41,7 @@ extension StoreState {
 
     /// Every delivering observer, in id order.
     var deliveringObservers: [DeliveringObserver] {
-        observers.ids.compactMap { id in
+        observers.delivering.sorted().compactMap { id in
             guard let record = observers[id], let target = record.delivery else { return nil }
             return DeliveringObserver(id: id, target: target, acknowledged: record.acknowledged, log: record.log)
         }
