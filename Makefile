@@ -71,7 +71,8 @@ deps-blackbox: $(if $(ALL_DEPS),deps-tests)
 deps-browser: $(if $(ALL_DEPS),deps-tests)
 	@.ci/packages browser
 
-## The JavaScript tests run under Node's own test runner: Debian's nodejs (18 or later), no npm package.
+## The JavaScript tests run under Node's own test runner: Debian's nodejs (18 or later), no npm package;
+## the client's types (Public/client/*.d.ts) are compiled by Debian's TypeScript (node-typescript).
 deps-node: $(if $(ALL_DEPS),deps-tests)
 	@.ci/packages node
 
@@ -147,7 +148,7 @@ test-swift: build-tests
 ## The browser code's wire module and client (Public/client) under `node --test`. The files are named, not
 ## the directory: Node 21 and later take the arguments as globs and would run the bare directory as a file.
 test-js: deps-node
-	@$(call test_phase,js) bash -c 'node --test Tests/js/*.test.mjs'
+	@$(call test_phase,js) bash -c 'node --test Tests/js/*.test.mjs && tsc -p Tests/js/types'
 
 ## The files side by side, one file per worker at a time (each file's servers, PostgreSQL, nginx,
 ## namespaces and mounts are its own; one chromium per worker).
@@ -183,10 +184,11 @@ PEERS_RUNS ?= 1
 PEERS_CMD  := python3 ../shared/bench/bench.py run --w2-subs 1000 --runs $(PEERS_RUNS)
 PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port} --log-level warning
 
-## Our own wrk load tests, then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll
-## client, obsclient, drives the stream workloads and reports its own CPU); all into BENCHMARKS.md.
-## The bench cannot rot: ../shared/bench's W1-W4 and the cluster bench, a few seconds each, on the
-## debug build; checks deliveries, gaps and errors, never timings.
+## Our own wrk load tests (PUT, GET, and W7's transactions of 4 and of 1 `set` beside the PUT, issue 43),
+## then W1-W4 side by side with nginx+nchan through ../shared/bench (its C epoll client, obsclient, drives
+## the stream workloads and reports its own CPU); all into BENCHMARKS.md.
+## The bench cannot rot: ../shared/bench's W1-W4, W7 beside the PUT and the cluster bench, a few seconds
+## each, on the debug build; checks deliveries, gaps and errors, never timings.
 test-bench-smoke: deps-bench deps-cluster build-tests $(if $(ALL_DEPS),| test-swift)
 	@$(call test_phase,bench-smoke) env -u MAKEFLAGS python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
@@ -254,7 +256,8 @@ soak: release
 	python3 bench/soak.py --minutes 30
 
 ## Instructions per PUT and per W2 write under callgrind, in memory and with --data-dir (ARCHITECTURE.md,
-## "Profile (callgrind)"); 2-3 minutes a run of the four. `make callgrind CALLGRIND_RUNS=3` for the spread.
+## "Profile (callgrind)"), and per operation of a transaction against a W1 PUT (TX, issue 43); 3-4 minutes
+## a run of the ten. `make callgrind CALLGRIND_RUNS=3` for the spread.
 CALLGRIND_RUNS ?= 1
 callgrind: deps-valgrind release
 	python3 bench/callgrind.py --binary .build/release/obs-server --runs $(CALLGRIND_RUNS)

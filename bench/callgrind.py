@@ -7,14 +7,19 @@ thread, on a free loopback port (--port 0), in memory and with a data directory 
   PUT       100 objects with one observer each (keyPath n, options new), each observer with an
             SSE stream; then 2,000 PUTs {"value": i} round the objects, one connection, one at a time.
   W2 write  one object, 1,000 observers on it, 1,000 streams; then 50 PUTs.
+  TX        W7 against W1 (issue 43): 1,000 objects and no observer; then 2,000 W1 PUTs (`W1 PUT`), or
+            2,000 transactions of one `set` (`TX op (1)`), or 500 of four `set`s on distinct random
+            objects (`TX op (4)`), one at a time; the total is divided by the operations (2,000).
 
 Instrumentation is switched on (`callgrind_control -i on`) after the set-up, just after a heartbeat
-round, and off once every stream has read every delivery; the total is divided by the PUTs.
+round, and off once every stream has read every delivery; the total is divided by the PUTs (TX: on
+and off around its requests).
 Builds nothing: runs a copy of --binary without its debug sections (valgrind 3.19 and DWARF 5).
 """
 import argparse
 import http.client
 import json
+import random
 import re
 import resource
 import selectors
@@ -28,6 +33,8 @@ import time
 from pathlib import Path
 
 WORKLOADS = {"PUT": (100, 1, 2000), "W2 write": (1, 1000, 50)}  # objects, observers per object, PUTs
+TX_WORKLOADS = {"W1 PUT": 0, "TX op (1)": 1, "TX op (4)": 4}  # `set`s per transaction (0: a PUT instead)
+TX_OPERATIONS = 2000
 
 
 def call(c, method, path, body=None):
@@ -166,6 +173,46 @@ def count(binary, durable, workload, keep):
     return instructions(out, tmp, keep) / puts, seconds
 
 
+def count_tx(binary, durable, workload, keep):
+    """Instructions per operation of W1's PUT or of W7's transactions (TX_WORKLOADS), and the seconds counted."""
+    per = TX_WORKLOADS[workload]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = Path(tempfile.mkdtemp(prefix="obs-callgrind-tx-data-"))
+    server, out, _, tmp = start(binary, port, ["--data-dir", str(data), "--sync", "full"] if durable else [],
+                                prefix="obs-callgrind-tx-")
+    chance, serial = random.Random(43), 0
+
+    def send(c):
+        nonlocal serial
+        serial += 1
+        value = {"name": f"name-{serial}", "seq": serial}
+        if not per:
+            return call(c, "PUT", f"/v1/objects/o{serial % 1000}/values/name", {"value": value})
+        return call(c, "POST", "/v1/transactions", {"operations": [
+            {"op": "set", "object": f"o{o}", "keyPath": "name", "value": value}
+            for o in chance.sample(range(1000), per)]})
+
+    try:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            for o in range(1000):
+                call(c, "POST", "/v1/objects", {"id": f"o{o}", "values": {"name": None}})
+            send(c)  # the first of its kind, uncounted
+            control(server.pid, "on")
+            started = time.monotonic()
+            for _ in range(TX_OPERATIONS // max(per, 1)):
+                send(c)
+            control(server.pid, "off")
+            seconds = time.monotonic() - started
+        finally:
+            stop(server)
+        return instructions(out, tmp, keep) / TX_OPERATIONS, seconds
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
 def start(binary, port, extra=(), prefix="obs-callgrind-"):
     """A server under callgrind (instrumentation off) on `port`, once /healthz answers: (server, out, log, tmp)."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
@@ -251,7 +298,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", default=".build/release/obs-server")
     ap.add_argument("--modes", default="memory,durable", help="memory, durable or both")
-    ap.add_argument("--workloads", default="PUT,W2", help="PUT, W2 or both")
+    ap.add_argument("--workloads", default="PUT,W2,TX", help="some of PUT, W2, TX")
     ap.add_argument("--runs", type=int, default=1, help="counts per cell (the table shows min and max)")
     ap.add_argument("--keep", action="store_true", help="keep each count's callgrind.out, server log and data")
     args = ap.parse_args()
@@ -267,12 +314,14 @@ def main():
     subprocess.run(["objcopy", "--strip-debug", args.binary, str(binary)], check=True, timeout=120)
     modes = args.modes.split(",")
     names = [w for w in WORKLOADS if w.split()[0] in args.workloads.split(",")]
+    names += list(TX_WORKLOADS) if "TX" in args.workloads.split(",") else []
     cells = {}
     try:
         for mode in modes:
             for name in names:
                 for run in range(args.runs):
-                    n, seconds = count(str(binary), mode == "durable", name, args.keep)
+                    n, seconds = (count_tx if name in TX_WORKLOADS else count)(str(binary), mode == "durable", name,
+                                                                                  args.keep)
                     cells.setdefault((mode, name), []).append(n)
                     late = "; over 14 s: may hold a heartbeat round, up to 1 % more" if seconds > 14 else ""
                     print(f"{mode} {name} run {run + 1}: {n:,.0f} instructions ({seconds:.1f} s counted{late})",
@@ -288,6 +337,12 @@ def main():
             lo, hi = min(cells[(mode, name)]), max(cells[(mode, name)])
             row.append(f"{lo:,.0f}" + (f" – {hi:,.0f} (+{(hi - lo) / lo * 100:.2f} %)" if hi != lo else ""))
         print(f"| {mode} | " + " | ".join(row) + " |")
+    if "TX op (4)" in names:
+        print("\nA transaction's operation against a W1 PUT (min against min; issue 43):\n")
+        for mode in modes:
+            put = min(cells[(mode, "W1 PUT")])
+            ratios = ", ".join(f"{name} {min(cells[(mode, name)]) / put:.2f}x" for name in ("TX op (1)", "TX op (4)"))
+            print(f"- {mode}: {ratios}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ Workloads:
   put          PUT /v1/objects/o<i>/values/name, a small JSON value, i over 1,000 objects (in memory)
   get          GET /v1/objects/o<i>/values/name, same objects (in memory)
   put durable  the same PUT with --data-dir: each answer waits for its group commit (SQLite, fsync)
+  tx4          W7 (issue 43): POST /v1/transactions of 4 `set`s of `name` on 4 random objects of the 1,000,
+               run beside `put` by the same server (in memory, and with --data-dir as `tx4 durable`)
+  tx1          the same with 1 `set`: a one-operation transaction against a PUT
 """
 import argparse
 import datetime
@@ -103,23 +106,38 @@ def fdatasync_latency(directory, seconds=3):
     return {"p50": times[len(times) // 2], "p99": times[int(len(times) * 0.99)], "max": times[-1]}
 
 
-def run_server(args, server_cmd, workloads):
-    """Starts the server, seeds it, runs each (label, lua script) with wrk; returns the result rows."""
+# The path and the operations per request of each lua script (W7's come from OBS_TX_OPS).
+SCRIPTS = {"put": "/v1/objects/o<i>/values/name", "get": "/v1/objects/o<i>/values/name", "tx": "/v1/transactions"}
+
+
+def workload(label):
+    """(label, lua script, operations per request) of a workload's label."""
+    if label.startswith("tx"):
+        return label, "tx", int(label.split()[0][2:])
+    return label, label.split()[0], 1
+
+
+def run_server(args, server_cmd, workloads, port=PORT):
+    """Starts the server (listening on `port`), seeds it, runs each workload (label) with wrk; returns
+    the result rows."""
     server = subprocess.Popen(server_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rows = []
     try:
-        wait_healthy(PORT)
-        seed(PORT)
-        for label, script in workloads:
+        wait_healthy(port)
+        seed(port)
+        for label, script, ops in map(workload, workloads):
             wrk_cmd = ["taskset", "-c", args.client_cpus, "wrk", "-t1", f"-c{args.connections}",
                        f"-d{args.duration}s", "--latency", "-s", str(HERE / f"{script}.lua"),
-                       f"http://127.0.0.1:{PORT}/"]
+                       f"http://127.0.0.1:{port}/"]
             cpu_before, t0 = cpu_seconds(server.pid), time.time()
-            out = subprocess.run(wrk_cmd, capture_output=True, text=True, timeout=args.duration + 60).stdout
+            env = {**os.environ, "OBS_TX_OPS": str(ops)}
+            out = subprocess.run(wrk_cmd, capture_output=True, text=True, timeout=args.duration + 60, env=env).stdout
             cpu = (cpu_seconds(server.pid) - cpu_before) / (time.time() - t0) * 100
             result = parse_wrk(out)
             shown = [a.replace(str(HERE.parent) + "/", "") for a in wrk_cmd[3:]]
-            result.update(name=label, cpu=cpu, rss=rss_mib(server.pid), cmd=" ".join(shown))
+            prefix = f"OBS_TX_OPS={ops} " if script == "tx" else ""
+            result.update(name=label, cpu=cpu, rss=rss_mib(server.pid), cmd=prefix + " ".join(shown), ops=ops,
+                          path=SCRIPTS[script])
             rows.append(result)
             print(f"{label}: {result['rps']:.0f} req/s, p50 {result['p50']} ms, p99 {result['p99']} ms, "
                   f"non-2xx {result['non2xx']}, server CPU {cpu:.0f}%", flush=True)
@@ -147,10 +165,10 @@ def main():
             raise SystemExit(f"port {PORT} is busy")
     server_cmd = ["taskset", "-c", args.server_cpus, args.binary, "--host", "127.0.0.1", "--port", str(PORT),
                   "--log-level", "warning"]
-    rows = run_server(args, server_cmd, [("put", "put"), ("get", "get")])
+    rows = run_server(args, server_cmd, ["put", "get", "tx4", "tx1"])
     with tempfile.TemporaryDirectory(prefix="obs-bench-") as data_dir:
         disk = fdatasync_latency(data_dir)
-        rows += run_server(args, server_cmd + ["--data-dir", data_dir], [("put durable", "put")])
+        rows += run_server(args, server_cmd + ["--data-dir", data_dir], ["put durable", "tx4 durable", "tx1 durable"])
 
     machine = f"{platform.node()}: {os.cpu_count()} cores, {platform.machine()}, Linux {platform.release()}"
     lines = [
@@ -164,7 +182,7 @@ def main():
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['name'].upper()} `/v1/objects/o<i>/values/name` | {r['rps']:,.0f} | {r['p50']:.2f} | "
+        lines.append(f"| {r['name'].upper()} `{r['path']}` | {r['rps']:,.0f} | {r['p50']:.2f} | "
                      f"{r['p99']:.2f} | {r['non2xx']} | {r['cpu']:.0f} | {r['rss']:.1f} |")
     by_name = {r["name"]: r for r in rows}
     cost = 1 - by_name["put durable"]["rps"] / by_name["put"]["rps"]
@@ -175,6 +193,22 @@ def main():
               f"p50 {disk['p50']:.2f} ms, p99 {disk['p99']:.2f} ms, max {disk['max']:.1f} ms. A commit waits for "
               "its sync, and every answer in flight waits for its commit, so the disk's slowest syncs show up "
               "as `put durable`'s p99."]
+    lines += ["", "W7 (issue 43), in the same runs as the PUTs: transactions of 4 `set`s on 4 random objects "
+              "of the 1,000 (`TX4`) and of 1 `set` (`TX1`), operations applied per second against PUTs per second:", "",
+              "| mode | TX4 operations/s | ÷ PUTs/s (target ≥ 2x) | per server CPU-second | TX1 transactions/s | "
+              "÷ PUTs/s (target ≥ 0.9x) | per server CPU-second |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for suffix, mode in (("", "in memory"), (" durable", "--data-dir")):
+        put, tx4, tx1 = (by_name[name + suffix] for name in ("put", "tx4", "tx1"))
+
+        def per_cpu(row, ops=1):
+            """Its operations per server CPU-second against the PUT's: a server starved by other load
+            (CPU under 100 %) moves requests/s, much less this."""
+            return ops * row["rps"] / max(row["cpu"], 1) / (put["rps"] / max(put["cpu"], 1))
+
+        lines.append(f"| {mode} | {4 * tx4['rps']:,.0f} | {4 * tx4['rps'] / put['rps']:.2f}x | "
+                     f"{per_cpu(tx4, 4):.2f}x | "
+                     f"{tx1['rps']:,.0f} | {tx1['rps'] / put['rps']:.2f}x | {per_cpu(tx1):.2f}x |")
     lines += ["", "Commands:", ""] + [f"- {r['name']}: `{r['cmd']}`" for r in rows] + [""]
     if args.peers_table and Path(args.peers_table).exists():
         # bench/peers.py's summary (medians, ranges, ratios, targets), then the harness's own tables.

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """The bench's smoke (`make test`): ../shared/bench's W1-W4 against ObsServer alone, a few
-seconds each, then the cluster bench's cost split and failover with 100 subscribers, so that
-neither can rot. It checks what every run must do (no errors, every due event delivered,
-no gap or duplicate after a failover) and asserts no timing: the machine under CI is noisy.
+seconds each, then bench/run.py's PUT beside W7's transactions (a second each), then the cluster
+bench's cost split and failover with 100 subscribers, so that none can rot. It checks what every
+run must do (no errors, every due event delivered, no gap or duplicate after a failover) and
+asserts no timing: the machine under CI is noisy.
 """
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +45,22 @@ def shared_smoke(binary, out):
     return problems
 
 
+def w7_smoke(binary):
+    """bench/run.py's PUT and W7 transactions (bench/tx.lua, issue 43), a second each: every answer 2xx."""
+    sys.path.insert(0, str(HERE))
+    import run  # noqa: E402  (its wrk runs)
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = argparse.Namespace(client_cpus=f"0-{os.cpu_count() - 1}", connections=16, duration=1)
+    command = [binary, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    rows = run.run_server(args, command, ["put", "tx4", "tx1"], port=port)
+    problems = [f"{r['name']}: {r['non2xx']} non-2xx {r['socket_errors']}" for r in rows if r["non2xx"] or not r["rps"]]
+    print("bench smoke w7: " + ("ok" if not problems else "; ".join(problems)))
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=str(HERE.parent / ".build" / "debug" / "obs-server"))
@@ -55,6 +73,7 @@ def main():
         problems += shared_smoke(args.binary, out / "shared")
     else:
         print("../shared/bench not found: skipping its smoke")
+    problems += w7_smoke(args.binary)
     cluster = subprocess.run([sys.executable, str(HERE / "cluster.py"), "--binary", args.binary, "--subs", "100",
                               "--seconds", "2", "--skip-tax", "--out", str(out / "cluster")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -12,6 +12,10 @@
 //   open.members; // [{id, values: {total}}], kept current from the stream
 //   const room = await obs.presence("r1", { status: "here" }); // who is in room r1 (contract 14)
 //   room.members; room.total; // kept current; room.leave()
+//   await obs.transaction([                          // all or nothing, one revision (contract 15)
+//     { op: "set", object: "acct-1", keyPath: "balance", value: 90 },
+//     { op: "set", object: "acct-2", keyPath: "balance", value: 110 },
+//   ], { id: "tx-7f3a", expect: [{ object: "acct-1", where: [["balance", ">=", 10]] }] });
 //
 // A scoped token (contract 13) may come from a function: `new ObsClient({ token: () => fetchJWT() })`.
 // Its token is held and asked for again before a JWT's exp and after a 401 "expired"; see ./token.js.
@@ -111,13 +115,14 @@ export class ObsClient {
 
   /**
    * One request; resolves to the answer's JSON (null for 204), rejects with an ObsError.
-   * A write gets a fresh `Idempotency-Key`, kept across its retries, so retrying never
-   * applies it twice; network errors and 503 are retried `retries` times (503 after its Retry-After,
-   * at most 30 s). A 401 "expired" of the client's token function's token is retried once with a new one.
+   * A write gets a fresh `Idempotency-Key` (or the `key` given), kept across its retries, so retrying never
+   * applies it twice; network errors and 503 (and a write's 504 outcomeUnknown) are retried `retries`
+   * times (after the answer's Retry-After, at most 30 s). A 401 "expired" of the client's token
+   * function's token is retried once with a new one.
    */
-  async request(method, path, body, { token } = {}) {
+  async request(method, path, body, { token, key: given } = {}) {
     const own = token == null; // the client's token, which a function may renew
-    const key = method !== "GET" && method !== "HEAD" ? randomID(24) : null;
+    const key = method !== "GET" && method !== "HEAD" ? given ?? randomID(24) : null;
     const bearer = own ? await this.bearer() : token;
     try {
       return await this.send(method, path, body, bearer, key);
@@ -130,7 +135,7 @@ export class ObsClient {
     }
   }
 
-  /** One request with `bearer`, retried after network errors and 503. */
+  /** One request with `bearer`, retried after network errors and 503 (a write also after 504). */
   async send(method, path, body, bearer, key) {
     const headers = this.headers(bearer);
     if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -148,7 +153,9 @@ export class ObsClient {
         await sleep(backoff(250, attempt));
         continue;
       }
-      if (response.status !== 503 || attempt >= this.retries) return decode(response);
+      // 504 outcomeUnknown (a cluster write, contract 11): repeating it under its key answers its real outcome.
+      const again = response.status === 503 || (response.status === 504 && key != null);
+      if (!again || attempt >= this.retries) return decode(response);
       response.body?.cancel();
       await sleep(Math.min(30000, retryAfter(response) ?? backoff(250, attempt)));
     }
@@ -184,6 +191,24 @@ export class ObsClient {
 
   /** `POST /v1/notifications`; `options`: `{object, userInfo, posting, coalesce}`. */
   postNotification(name, options = {}) { return this.request("POST", "/v1/notifications", { name, ...options }); }
+
+  // ---- transactions (contract 15) ----
+
+  /**
+   * `POST /v1/transactions`: `operations` (each `{op, …}`: `set`, `patch`, `create`, `mutate`,
+   * `delete`, `post`, `notify`, with the members of its single request) applied in order, all or
+   * none, under one revision, if every condition of `expect` holds on the state before. Resolves to
+   * `{revision, id?, results}` (one result per operation); rejects with an ObsError whose
+   * `details.operation` (a refused operation) or `details.expect` (a condition that failed: 412) is
+   * its index. `id` names the transaction (`tx` on every record and event it causes) and is its
+   * idempotency key: it is sent as the `Idempotency-Key` of the request and its retries.
+   */
+  transaction(operations, { id, expect } = {}) {
+    const body = { operations };
+    if (id != null) body.id = id;
+    if (expect != null) body.expect = expect;
+    return this.request("POST", "/v1/transactions", body, { key: id ?? undefined });
+  }
 
   // ---- queries (contract 12) ----
 

@@ -30,6 +30,8 @@ export interface QueryRecord {
   /** The whole window (registration with `initial`, or the rebuild after a reset). */
   initial?: true;
   by?: string;
+  /** The `id` of the transaction that caused it (contract 15). */
+  tx?: string;
   context?: JSONValue;
 }
 

@@ -241,8 +241,10 @@ function watch(observerID) {
   $("watch-panel").hidden = false;
   $("watch-title").textContent = `Stream of ${observerID}`;
   const add = (kind, data, id) => {
-    list.prepend(el("li", { dataset: { kind } },
-      el("span", { class: "eid" }, id ? `#${id}` : ""), el("span", { class: "kind" }, kind), describe(kind, data)));
+    // A transaction's records and notifications say which (contract 15: `tx`).
+    list.prepend(el("li", { dataset: data.tx ? { kind, tx: data.tx } : { kind } },
+      el("span", { class: "eid" }, id ? `#${id}` : ""), el("span", { class: "kind" }, kind), describe(kind, data),
+      data.tx ? el("span", { class: "tx" }, `  tx ${data.tx}`) : ""));
     while (list.childElementCount > WATCH_KEEP) list.lastElementChild.remove();
   };
   const stream = api.stream(`/v1/observers/${segment(observerID)}/events`, {

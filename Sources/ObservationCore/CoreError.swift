@@ -19,6 +19,8 @@ public struct CoreError: Error, Sendable, Equatable {
         /// An `Idempotency-Key` reused for a different request (section 7.3).
         case idempotencyKeyReused
         case revisionMismatch
+        /// A transaction's `expect` condition that did not hold (section 15).
+        case conditionFailed
         /// A token that is missing or no longer works (section 13: `details.reason`).
         case unauthorized
         /// A valid token without rights to what was asked (section 13).

@@ -8,8 +8,10 @@ struct CommandGenerator {
     private var random: SeededGenerator
     private var time: Int64 = 1_800_000_000_000
     private var serial = 0
-    /// Counts the keepalive slot's draws (every eighth is an acknowledgement).
+    /// Counts the keepalive slot's draws (every fourth is an acknowledgement).
     private var slot = 0
+    /// Observers made so far; every sixteenth (from the third) delivers to a URL (section 16).
+    private var made = 0
     /// The observers made with `deliver` (section 16), in creation order.
     private var delivering: [String] = []
     private(set) var people: [String] = []
@@ -111,14 +113,13 @@ struct CommandGenerator {
             if chance(0.8) { observers.removeAll { $0 == doomed } }
             return stamp(.deleteObserver(observer: doomed))
         case 50..<52:
-            // Every eighth, section 16's acknowledgement (of a delivering observer, or refused: not
-            // one, no such event); chosen without a draw, so the sequence of the other kinds stays as it was.
+            // Every fourth keepalive's draws make section 16's acknowledgement instead (of a delivering
+            // observer, or refused: no such event): the same draws, so the other kinds' sequence stays.
+            let keepalive = stamp(.keepalive(observer: observer()))
             slot += 1
-            if slot % 8 == 0 {
-                let target = delivering.isEmpty ? "obs_none" : delivering[slot / 8 % delivering.count]
-                return stamp(.acknowledge(observer: target, through: slot / 8 % 4))
-            }
-            return stamp(.keepalive(observer: observer()))
+            guard slot % 4 == 0, !delivering.isEmpty else { return keepalive }
+            let target = delivering[slot / 4 % delivering.count]
+            return Command(time: keepalive.time, .acknowledge(observer: target, through: slot / 4 % 2), as: .server)
         case 52..<62: return stamp(observe())
         case 62..<66: return stamp(unobserve())
         case 66..<69: return stamp(subscribe())
@@ -136,6 +137,7 @@ struct CommandGenerator {
         case 94..<95: return stamp(.deleteClass(name: chance(0.5) ? "Team" : "Nothing"))
         case 95..<96: return stamp(.restart)
         case 96..<98: return stamp(.flushThrottled)
+        case 98..<100: return stamp(transaction())
         case 100..<104: return stamp(query())
         case 104..<106:
             return stamp(.unquery(observer: observer(), query: element(queries) ?? "qry_none"))
@@ -256,14 +258,21 @@ struct CommandGenerator {
         serial += 1
         let id = "obs_\(serial)"
         observers.append(id)
-        if serial % 16 == 3 { delivering.append(id) }
+        made += 1
+        let delivers = made % 16 == 3
+        if delivers { delivering.append(id) }
+        // The same draws whether or not it delivers (the other kinds' sequence stays); a delivering one is valid.
+        let name: String? = chance(0.1) ? "bad name" : nil
+        let lease = chance(0.15) ? pick(1..<4) : pick(600..<3600)
+        let retain = chance(0.4)
+        let replay = chance(0.1) ? 0 : pick(1..<50)
+        let client: String? = chance(0.5) ? "tab0" : nil
+        let onRemove: JSON? = chance(0.15) ? [["object": .string(person()), "values": ["nick": .string(word())]]] : nil
         return .createObserver(
-            id: id, tokenHash: "hash\(serial)", name: chance(0.1) ? "bad name" : nil,
-            lease: chance(0.15) ? pick(1..<4) : pick(600..<3600),
-            retainObserved: chance(0.4), replay: chance(0.1) ? 0 : pick(1..<50), client: chance(0.5) ? "tab0" : nil,
-            onRemove: chance(0.15) ? [["object": .string(person()), "values": ["nick": .string(word())]]] : nil,
-            deliver: serial % 16 == 3
-                ? ["url": "http://127.0.0.1:9/h", "secret": "whsec_x", "maxBatch": .int(serial % 3)] : nil)
+            id: id, tokenHash: "hash\(serial)", name: delivers ? nil : name, lease: lease, retainObserved: retain,
+            replay: delivers ? max(replay, 8) : replay, client: client, onRemove: delivers ? nil : onRemove,
+            deliver: delivers
+                ? ["url": "http://127.0.0.1:9/h", "secret": "whsec_x", "maxBatch": .int(1 + serial % 3)] : nil)
     }
 
     private mutating func observe() -> Command.Action {
@@ -362,6 +371,37 @@ struct CommandGenerator {
         return .post(
             name: element(["Ping", "Pong"]) ?? "Ping", object: chance(0.5) ? person() : nil,
             userInfo: chance(0.5) ? ["n": .int(pick(0..<9))] : nil, posting: posting, coalesce: coalesce)
+    }
+
+    /// Several writes as one (section 15), as an app makes them: mostly valid, with an `expect`
+    /// that sometimes fails and, now and then, one operation that is refused after others were staged.
+    private mutating func transaction() -> Command.Action {
+        var operations: [Command.Action] = []
+        for _ in 0..<pick(1..<5) {
+            switch pick(0..<8) {
+            case 0, 1:
+                operations.append(
+                    .setValue(object: plainObject(), keyPath: "nested.a.b", value: .int(pick(0..<5)), ifRevision: nil))
+            case 2: operations.append(.patch(object: person(), values: ["name": .string(word())], ifRevision: nil))
+            case 3: operations.append(mutation())
+            case 4: operations.append(createObject())
+            case 5: operations.append(chance(0.8) ? post() : .notify(object: person(), keyPaths: ["nick"]))
+            case 6:
+                operations.append(
+                    .setValue(object: person(), keyPath: "age", value: .int(pick(0..<3)), ifRevision: nil))
+            default: operations.append(chance(0.5) ? deleteObject() : setValue())
+            }
+        }
+        var expect: [Transaction.Expectation] = []
+        switch pick(0..<8) {
+        case 0: expect.append(Transaction.Expectation(object: plainObject(), .exists(chance(0.9))))
+        case 1: expect.append(Transaction.Expectation(object: person(), .matches([["age", ">=", .int(pick(0..<25))]])))
+        case 2: expect.append(Transaction.Expectation(object: person(), .ifRevision(pick(0..<40))))
+        default: break
+        }
+        serial += 1
+        return .transaction(
+            Transaction(id: chance(0.5) ? "tx\(serial)" : nil, expect: expect, operations: operations))
     }
 
     private mutating func redefineClass() -> Command.Action {

@@ -75,7 +75,8 @@ struct DeterminismTests {
         "defineClass", "deleteClass", "createObject", "patch", "deleteObject", "setValue", "mutate", "notify",
         "createObserver", "deleteObserver", "keepalive", "observe", "unobserve", "subscribe", "unsubscribe", "post",
         "expireLeases", "deliverQueued", "flushThrottled", "openStream", "closeStream", "restart", "nodeDown",
-        "query", "unquery", "createToken", "changeToken", "revokeToken", "expireTokens", "acknowledge",
+        "query", "unquery", "createToken", "changeToken", "revokeToken", "expireTokens", "transaction",
+        "acknowledge",
     ]
 
     /// Runs `obs-server --replay file` in its own process; `hashing` deterministic or random seeds.

@@ -9,7 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import EventStreamReader, ServerProcess, free_port
+# `ok` is not used here: the cluster tests import it from this module.
+from conftest import EventStreamReader, ServerProcess, free_port, ok, wait_until  # noqa: F401
 from postgres import Postgres
 
 
@@ -115,20 +116,6 @@ def RawStream(server, path, last_event_id=None):
     if last_event_id is not None:
         path += ("&" if "?" in path else "?") + f"lastEventId={last_event_id}"
     return EventStreamReader(server, path)
-
-
-def ok(status, body, expected=(200, 201, 202, 204)):
-    assert status in expected, (status, body)
-    return body
-
-
-def wait_until(predicate, timeout=15, message="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{message} not reached in {timeout} s")
 
 
 def kill_and_resume(cluster, path, write, chance):

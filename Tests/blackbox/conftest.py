@@ -3,6 +3,7 @@
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -99,6 +100,130 @@ class ServerProcess:
             return response.status, raw
 
 
+def ok(status, body, expected=(200, 201, 202, 204)):
+    assert status in expected, (status, body)
+    return body
+
+
+def wait_until(predicate, timeout=15, message="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{message} not reached in {timeout} s")
+
+
+class Bank:
+    """Accounts that only transfer transactions change (section 15), for the crash tests. A transfer
+    reads both balances, then sets them under their revisions and creates a receipt named after
+    the transaction's id, in one transaction: after a crash the receipts found say exactly what
+    every balance must be, so a transaction applied in part shows, and so does a lost one."""
+
+    def __init__(self, accounts=40, balance=1000):
+        self.ids = [f"acct-{index}" for index in range(accounts)]
+        self.initial = balance
+        self.lock = threading.Lock()
+        self.attempted, self.acknowledged, self.unexpected = [], set(), []
+        self.repeats = 0  # transactions sent again while their outcome was in doubt
+
+    def open(self, server):
+        for account in self.ids:
+            ok(*server.request("POST", "/v1/objects", {"id": account, "values": {"balance": self.initial}}),
+               expected=(201,))
+
+    def transfer_body(self, server, connection, chance, tx_id):
+        """A transfer between two random accounts as they are now (None when a read fails)."""
+        source, target = chance.sample(self.ids, 2)
+        read = [server.request("GET", f"/v1/objects/{account}", connection=connection) for account in (source, target)]
+        if any(status != 200 for status, _ in read):
+            return None
+        (_, a), (_, b) = read
+        amount = chance.randint(1, 60)
+        return {"id": tx_id, "expect": [{"object": source, "where": [["balance", ">=", amount]]}], "operations": [
+            {"op": "set", "object": source, "keyPath": "balance", "value": a["values"]["balance"] - amount,
+             "ifRevision": a["revision"]},
+            {"op": "set", "object": target, "keyPath": "balance", "value": b["values"]["balance"] + amount,
+             "ifRevision": b["revision"]},
+            {"op": "create", "id": tx_id, "values": {"from": source, "to": target, "amount": amount}}]}
+
+    def client(self, server, index, stop, repeat_in_doubt=False):
+        """Transfers until `stop` (or, unless `repeat_in_doubt`, until the server stops answering).
+        With `repeat_in_doubt`, a transaction without a known outcome (no answer, 502, 503, 504) is
+        sent again with the same id until its outcome is known (section 11)."""
+        chance = random.Random(index)
+        connection = server.connection(timeout=10)
+        serial = 0
+        while not stop.is_set():
+            serial += 1
+            tx_id = f"tx-{index}-{serial}"
+            status, body, answer = None, None, None
+            try:
+                body = self.transfer_body(server, connection, chance, tx_id)
+                if body is not None:
+                    with self.lock:
+                        self.attempted.append(tx_id)
+                    status, answer = server.request("POST", "/v1/transactions", body, connection=connection)
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                if not repeat_in_doubt:
+                    return
+                connection = server.connection(timeout=10)
+            while repeat_in_doubt and body is not None and status in (None, 502, 503, 504) and not stop.is_set():
+                time.sleep(0.05)
+                self.repeats += 1
+                try:
+                    status, answer = server.request("POST", "/v1/transactions", body, connection=connection)
+                except (OSError, http.client.HTTPException):
+                    connection.close()
+                    connection = server.connection(timeout=10)
+            if status == 200:
+                with self.lock:
+                    self.acknowledged.add(tx_id)
+            elif status not in (None, 412, 502, 503, 504):
+                self.unexpected.append((tx_id, status, answer))
+        connection.close()
+
+    def run(self, server, clients, seconds_before, interrupt, seconds_after=0.0, repeat_in_doubt=False):
+        """`clients` transferring threads; `interrupt()` after `seconds_before` s (the kill), then
+        `seconds_after` s more before they stop."""
+        stop = threading.Event()
+        threads = [threading.Thread(target=self.client, args=(server, index, stop, repeat_in_doubt))
+                   for index in range(clients)]
+        for thread in threads:
+            thread.start()
+        time.sleep(seconds_before)
+        interrupt()
+        time.sleep(seconds_after)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert not any(thread.is_alive() for thread in threads), "a client did not stop"
+        assert not self.unexpected, self.unexpected[:5]
+
+    def check(self, server):
+        """Every acknowledged transfer is there, each whole: the balances are the initial ones moved
+        by the receipts found (none missing for a 200), and the total is conserved."""
+        connection = server.connection(timeout=10)
+        balances = {account: ok(*server.request("GET", f"/v1/objects/{account}", connection=connection))["values"][
+            "balance"] for account in self.ids}
+        expected, applied = dict.fromkeys(self.ids, self.initial), 0
+        for tx_id in self.attempted:
+            status, receipt = server.request("GET", f"/v1/objects/{tx_id}", connection=connection)
+            assert status in (200, 404), (tx_id, status, receipt)
+            if status == 404:
+                assert tx_id not in self.acknowledged, f"acknowledged transaction {tx_id} was lost"
+                continue
+            values = receipt["values"]
+            expected[values["from"]] -= values["amount"]
+            expected[values["to"]] += values["amount"]
+            applied += 1
+        connection.close()
+        assert sum(balances.values()) == self.initial * len(self.ids), "the total is conserved"
+        assert balances == expected, "each balance is the initial one moved by the receipts found"
+        return applied
+
+
 @pytest.fixture
 def server_factory():
     started = []
@@ -169,6 +294,13 @@ class EventStreamReader:
         raise AssertionError(f"no matching event in {timeout} s; got {self.events}, reader error {self.error!r}")
 
     def close(self):
+        # A shutdown first: a plain close waits for the reading thread's readline (a keep-alive away).
+        sock = self.connection.sock or getattr(getattr(self.response.fp, "raw", None), "_sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.connection.close()
 
 

@@ -257,24 +257,29 @@ def test_a_waiting_poll_ends_on_time_while_postgres_is_stopped(postgres):
 
 
 @pytest.mark.parametrize("lost", ["answer", "append"])
-def test_a_repeat_on_another_node_while_the_first_is_in_doubt_applies_once(postgres, lost):
+@pytest.mark.parametrize("kind", ["write", "transaction"])
+def test_a_repeat_on_another_node_while_the_first_is_in_doubt_applies_once(postgres, lost, kind):
     """The first node cannot learn the outcome (its link to PostgreSQL is gone); the client
-    repeats on another node at once: the log decides the key once for the whole cluster."""
+    repeats on another node at once: the log decides the key once for the whole cluster. A
+    transaction's key is its id (section 15)."""
     proxy = Proxy(postgres.port).start()
     first_node = start_node(proxy.url, "n1")
     other = start_node(postgres.url, "n2")
     try:
         ok(*first_node.request("POST", "/v1/objects", {"id": "o", "values": {"tags": []}}))
-        path = "/v1/objects/o/values/tags/mutations"
+        path, request, key = "/v1/objects/o/values/tags/mutations", insert("k1"), "both-1"
+        if kind == "transaction":
+            path, key = "/v1/transactions", None
+            request = {"id": "both-1", "operations": [{"op": "mutate", "object": "o", "keyPath": "tags", **request}]}
         proxy.hold_appends = lost == "answer"
         proxy.drop_appends = lost == "append"
-        first, first_result = in_thread(call, first_node, "POST", path, insert("k1"), "both-1")
+        first, first_result = in_thread(call, first_node, "POST", path, request, key)
         assert proxy.held.wait(timeout=5), "the append went through the proxy"
         proxy.kill()
         first.join(timeout=10)
         assert_outcome_unknown(first_result["value"])
 
-        status, body, headers, _ = repeat_until_known(other, path, insert("k1"), "both-1")
+        status, body, headers, _ = repeat_until_known(other, path, request, key)
         assert status == 200, (status, body)
         if lost == "answer":
             assert headers.get("Idempotent-Replayed") == "true", "the first was committed: its answer"

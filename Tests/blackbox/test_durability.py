@@ -4,7 +4,7 @@ import http.client
 import threading
 import time
 
-from conftest import EventStreamReader
+from conftest import Bank, EventStreamReader
 
 WRITERS = 6
 LOAD_SECONDS = 2.0
@@ -83,3 +83,15 @@ def test_sigkill_loses_no_answered_write(server_factory, tmp_path):
     assert status == 200
     status, after = restarted.request("GET", f"/v1/observers/{observer['id']}")
     assert after["lastEventId"] == before["lastEventId"] + 1
+
+
+def test_sigkill_amid_transfer_transactions_leaves_each_whole_or_absent(server_factory, tmp_path):
+    """Issue 43: a transaction is one write on disk. Several clients move money between 40 accounts;
+    SIGKILL mid-stream; after the restart every acknowledged transfer is there, none in part."""
+    server = server_factory(data_dir=tmp_path / "data").start()
+    bank = Bank()
+    bank.open(server)
+    bank.run(server, clients=WRITERS, seconds_before=LOAD_SECONDS, interrupt=server.kill)
+    assert len(bank.acknowledged) > 50, "the load did not get going"
+    restarted = server_factory(data_dir=tmp_path / "data").start()
+    assert bank.check(restarted) >= len(bank.acknowledged)

@@ -374,6 +374,30 @@ def build_cells():
         add("POST", "/v1/notifications", name, "notify", "/v1/notifications", action="post", name=name,
             body={"name": name})
 
+    # transactions (section 15): each operation authorized as its single request, so a one-operation
+    # transaction is decided as that request is (answering 200 where the request answers 201 or 204)
+    def transaction(operation):
+        return lambda v: {"operations": [{key: value.format(**v) if isinstance(value, str) else value
+                                          for key, value in operation.items()}]}
+    for target in OBJECTS:
+        key_path = "ref.title" if target.startswith("ref") else "title"
+        add("POST", "/v1/transactions", f"set, {target}", "object", "/v1/transactions", action="write", obj=target,
+            body=transaction({"op": "set", "object": "{object}", "keyPath": key_path, "value": "tx"}))
+    for target in simple:
+        add("POST", "/v1/transactions", f"delete, {target}", "object", "/v1/transactions", action="delete",
+            obj=target, body=transaction({"op": "delete", "object": "{object}"}))
+    for target in CREATES:
+        def create_operation(v, target=target):
+            operation = {"op": "create", "class": CREATES[target][1], "values": {"title": "created"}}
+            if CREATES[target][0]:
+                operation["id"] = v["object"]
+            return {"operations": [operation]}
+        add("POST", "/v1/transactions", f"create, {target}", "create", "/v1/transactions", action="create",
+            obj=target, body=create_operation)
+    for name in ["chat.room1.hello", "chat.room2.hello"]:
+        add("POST", "/v1/transactions", f"post, {name}", "notify", "/v1/transactions", action="post", name=name,
+            body={"operations": [{"op": "post", "name": name}]})
+
     # tokens: the admin's alone
     add("POST", "/v1/tokens", "-", "admin", "/v1/tokens", ok=201, body={"scopes": SCOPES, "ttl": 600})
     add("GET", "/v1/tokens", "-", "admin", "/v1/tokens", read=True)

@@ -60,6 +60,7 @@ def test_the_readme_walk_through_runs_as_written(server_factory, tmp_path):
         ("403", "GET", f"localhost:{server.port}/v1/objects/grace"),  # outside the scoped token's scopes
         ("401", "GET", f"localhost:{server.port}/v1/objects/alan"),  # the token, revoked
         ("404", "GET", f"localhost:{server.port}/v1/objects/here-ada"),  # deleted with its owner
+        ("412", "POST", f"localhost:{server.port}/v1/transactions"),  # the transfer that would overdraw
     ], failed
     missing = [fragment for fragment in quoted_outputs(blocks) if fragment not in result.stdout]
     assert not missing, f"outputs the README quotes but the commands did not print: {missing}"

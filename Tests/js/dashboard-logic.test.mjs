@@ -1,10 +1,11 @@
-// The dashboard's client-side logic that needs no page: the feed's id filter, the natural order,
-// and how the Objects table's query is replaced (Public/js/objects-query.js) against a fake observer.
+// The dashboard's client-side logic that needs no page: the feed's id filter and its transaction
+// entries, the natural order, and how the Objects table's query is replaced (Public/js/objects-query.js) against a fake observer.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import { ObsError } from "../../Public/client/http.js";
+import { appendEvent, entryMatcher, idRange, transactionSummary } from "../../Public/js/feed-entries.js";
 import { idMatcher } from "../../Public/js/id-filter.js";
 import { naturally } from "../../Public/js/queries.js";
 
@@ -21,6 +22,65 @@ describe("the feed's id filter", () => {
     assert.deepEqual(["emp-1", "emp-10", "emp-2", null].map(match), [true, true, false, false]);
     assert.equal(idMatcher("  "), null);
     assert.equal(idMatcher("*")("anything"), true);
+  });
+});
+
+describe("the feed's transaction entries", () => {
+  /** The entries the feed makes of admin events `[kind, data, id]`, oldest first. */
+  const entriesOf = (...events) => {
+    const entries = [];
+    for (const [kind, data, id] of events) appendEvent(entries, kind, data, id);
+    return entries;
+  };
+  const set = (object, value, revision, tx) => ["valueChanged", { object, keyPath: "balance", value, revision, tx }];
+  const transfer = [
+    [...set("acct-1", 70, 9, "tx-1"), 11],
+    [...set("acct-2", 80, 9, "tx-1"), 12],
+    ["notificationPosted", { name: "Moved", object: "acct-1", delivered: 0, revision: 9, tx: "tx-1" }, 13],
+  ];
+
+  test("a transaction's events, same tx and revision, make one entry labelled with its id", () => {
+    const entries = entriesOf([...set("acct-1", 100, 8), 10], ...transfer, [...set("acct-1", 60, 10), 14]);
+    assert.deepEqual(entries.map((entry) => entry.kind), ["valueChanged", "transaction", "valueChanged"]);
+    const [, tx] = entries;
+    assert.equal(tx.tx, "tx-1");
+    assert.equal(tx.revision, 9);
+    assert.deepEqual(tx.events.map((event) => [event.kind, event.id, event.data.object]),
+      [["valueChanged", 11, "acct-1"], ["valueChanged", 12, "acct-2"], ["notificationPosted", 13, "acct-1"]]);
+    assert.equal(transactionSummary(tx), "3 events: valueChanged ×2, notificationPosted");
+    assert.equal(idRange(tx), "#11–#13");
+  });
+
+  test("another tx, or the same id in another revision (another credential's), is another entry", () => {
+    const entries = entriesOf(...transfer, [...set("acct-1", 50, 10, "tx-1"), 14], [...set("acct-1", 40, 10, "tx-2"), 15]);
+    assert.deepEqual(entries.map((entry) => [entry.kind, entry.tx, entry.revision, entry.events.length]),
+      [["transaction", "tx-1", 9, 3], ["transaction", "tx-1", 10, 1], ["transaction", "tx-2", 10, 1]]);
+    assert.equal(transactionSummary(entries[1]), "1 event: valueChanged");
+    assert.equal(idRange(entries[1]), "#14");
+    // An event without tx never joins a transaction, even in its revision.
+    assert.equal(entriesOf(...transfer, [...set("acct-3", 1, 9), 14]).length, 2);
+  });
+
+  test("appendEvent says whether the event made a new entry", () => {
+    const entries = [];
+    assert.equal(appendEvent(entries, ...transfer[0]).added, true);
+    const { entry, added } = appendEvent(entries, ...transfer[1]);
+    assert.equal(added, false);
+    assert.equal(entry, entries[0]);
+  });
+
+  test("the filters match a transaction when one of its events matches; kind 'transaction' matches transactions", () => {
+    const entries = entriesOf([...set("acct-3", 1, 8), 10], ...transfer);
+    const shown = (filters) => entries.filter(entryMatcher(filters)).map((entry) => entry.tx ?? entry.data.object);
+    assert.deepEqual(shown({}), ["acct-3", "tx-1"]);
+    assert.deepEqual(shown({ object: idMatcher("acct-2") }), ["tx-1"]);
+    assert.deepEqual(shown({ object: idMatcher("acct-3") }), ["acct-3"]);
+    assert.deepEqual(shown({ kind: "notificationPosted" }), ["tx-1"]);
+    assert.deepEqual(shown({ kind: "valueChanged" }), ["acct-3", "tx-1"]);
+    assert.deepEqual(shown({ kind: "transaction" }), ["tx-1"]);
+    assert.deepEqual(shown({ kind: "transaction", object: idMatcher("acct-3") }), []);
+    assert.deepEqual(shown({ kind: "objectCreated" }), []);
+    assert.deepEqual(shown({ observer: idMatcher("obs_1") }), []);
   });
 });
 

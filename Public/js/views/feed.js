@@ -1,8 +1,10 @@
 // The live event feed, newest first, filterable by object and observer (the exact id, or a
-// prefix ending in `*`: id-filter.js) and kind. It keeps
-// the last KEEP events in memory and at most SHOW in the page.
+// prefix ending in `*`: id-filter.js) and kind. A transaction's events (the same `tx` and
+// revision) are one entry, labelled with its id, that opens to show them (feed-entries.js). It
+// keeps the last KEEP entries in memory and at most SHOW in the page.
 
 import { brief, el, schedule } from "../frame.js";
+import { appendEvent, entryMatcher, idRange, objectOf, observerOf, transactionSummary } from "../feed-entries.js";
 import { idMatcher } from "../id-filter.js";
 import { queryLabel } from "../queries.js";
 
@@ -16,6 +18,8 @@ export class FeedView {
     this.pauseButton = pause;
     this.entries = [];
     this.pending = [];
+    /** Transactions already drawn (or filtered out) that got another event since. */
+    this.grown = new Set();
     this.rebuild = true;
     this.paused = false;
     this.render = this.render.bind(this);
@@ -32,11 +36,12 @@ export class FeedView {
 
   /** One admin stream event. */
   add(kind, data, id) {
-    const entry = { kind, data, id, at: new Date() };
-    this.entries.push(entry);
-    if (this.entries.length > KEEP * 1.5) this.entries.splice(0, this.entries.length - KEEP); // trim in bulk
+    const { entry, added } = appendEvent(this.entries, kind, data, id);
+    if (added && this.entries.length > KEEP * 1.5) this.entries.splice(0, this.entries.length - KEEP); // trim in bulk
     if (this.paused) return; // resuming rebuilds from `entries`
-    this.pending.push(entry);
+    if (added) this.pending.push(entry);
+    // The admin stream sends a revision's events one by one: a transaction's may span frames.
+    else if (this.pending.at(-1) !== entry) this.grown.add(entry);
     schedule(this.render);
   }
 
@@ -48,6 +53,13 @@ export class FeedView {
   render() {
     if (this.paused && !this.rebuild) return;
     const match = this.matcher();
+    for (const entry of this.grown) {
+      if (entry.element?.isConnected) {
+        if (match(entry)) entry.element.replaceWith(item(entry));
+        else entry.element.remove();
+      } else if (match(entry)) this.rebuild = true; // it matches now: its place is among older entries
+    }
+    this.grown.clear();
     if (this.rebuild) {
       const shown = [];
       for (let index = this.entries.length - 1; index >= 0 && shown.length < SHOW; index--) {
@@ -67,33 +79,35 @@ export class FeedView {
   }
 
   matcher() {
-    const object = idMatcher(this.filters.object.value);
-    const observer = idMatcher(this.filters.observer.value);
-    const kind = this.filters.kind.value;
-    return (entry) => {
-      if (kind && entry.kind !== kind) return false;
-      if (object && !object(objectOf(entry.data))) return false;
-      if (observer && !observer(observerOf(entry.data))) return false;
-      return true;
-    };
+    return entryMatcher({
+      object: idMatcher(this.filters.object.value),
+      observer: idMatcher(this.filters.observer.value),
+      kind: this.filters.kind.value,
+    });
   }
 }
 
-function objectOf(data) {
-  if (typeof data.object === "string") return data.object;
-  return data.object?.id ?? data.observation?.object ?? data.subscription?.object ?? null;
-}
-
-function observerOf(data) {
-  return typeof data.observer === "string" ? data.observer : data.observer?.id ?? null;
-}
-
 function item(entry) {
+  if (entry.kind === "transaction") return transactionItem(entry);
   return el("li", { dataset: { kind: entry.kind, object: objectOf(entry.data) ?? "", observer: observerOf(entry.data) ?? "" } },
     el("span", { class: "eid" }, entry.id ? `#${entry.id}` : ""),
     el("span", { class: "kind" }, entry.kind),
     describe(entry.kind, entry.data),
     entry.data.revision ? `  (rev ${entry.data.revision})` : "");
+}
+
+/** A transaction: one line with its id and what it did, opening to its events (open stays open on a redraw). */
+function transactionItem(entry) {
+  const details = el("details", { open: entry.open },
+    el("summary", {},
+      el("span", { class: "eid" }, idRange(entry)),
+      el("span", { class: "kind" }, "transaction"),
+      el("span", { class: "tx" }, entry.tx), ` ${transactionSummary(entry)}`,
+      entry.revision ? `  (rev ${entry.revision})` : ""),
+    el("ol", { class: "tx-events" }, entry.events.map(item)));
+  details.addEventListener("toggle", () => { entry.open = details.open; });
+  entry.element = el("li", { class: "tx-entry", dataset: { kind: "transaction", tx: entry.tx, revision: entry.revision ?? "" } }, details);
+  return entry.element;
 }
 
 /** One line saying what happened. */

@@ -27,6 +27,15 @@ struct JSONBody {
         self.members = members
     }
 
+    /// A JSON object inside a body (a transaction's operation), with the same checks of its
+    /// members; `context` names it in the error.
+    init(members: JSONObject, allowed: [String], context: @autoclosure () -> String) throws {
+        for (key, _) in members where !allowed.contains(key) {
+            throw CoreError.unknownField(key, in: context(), allowed: allowed)
+        }
+        self.members = members
+    }
+
     /// Whether a Content-Type names JSON: `application/json` or any `+json` type, parameters ignored.
     /// On every request with a body, so it compares bytes in place.
     static func isJSON(_ contentType: String) -> Bool {

@@ -6,12 +6,15 @@ extension ServiceAPI {
     /// came back from the cluster's log); `answerMembers` adds members to a successful answer
     /// (a retry under the same key gets them back too).
     /// `caller`: who asks (section 13): the core decides the command with its principal.
+    /// `transactionID`: a transaction's `id`, its idempotency key for this caller (section 15).
     func execute(
-        _ request: HTTPRequest, _ caller: Caller, _ action: Command.Action, answerMembers: JSONObject = [:]
+        _ request: HTTPRequest, _ caller: Caller, _ action: Command.Action, answerMembers: JSONObject = [:],
+        transactionID: String? = nil
     ) throws -> Reply {
         let command = Command(
             time: .now(), action, as: caller.principal, by: try Self.client(of: request, caller),
-            idempotency: try Self.idempotencyClaim(of: request, caller: caller, answerMembers: answerMembers))
+            idempotency: try Self.idempotencyClaim(
+                of: request, caller: caller, answerMembers: answerMembers, transactionID: transactionID))
         return try replica.submit(command) { outcome in Self.answer(outcome, adding: answerMembers) }
     }
 
@@ -27,15 +30,23 @@ extension ServiceAPI {
     /// the same: the SHA-256 of who asks, method, path, query (sorted) and body. Who asks is part
     /// of it: a replay answers what the first request was answered (an observer's token, a
     /// token's secret), so another credential reusing the key gets 409, never that answer.
-    static func idempotencyClaim(of request: HTTPRequest, caller: Caller, answerMembers: JSONObject)
-        throws(CoreError) -> IdempotencyClaim?
-    {
-        guard let key = request.headers.idempotencyKey else { return nil }
-        guard IdempotencyClaim.isValidKey(key) else {
+    /// A transaction's `id` is its key, kept apart per caller (another caller's same id is
+    /// another transaction); an `Idempotency-Key` sent with it must be the same.
+    static func idempotencyClaim(
+        of request: HTTPRequest, caller: Caller, answerMembers: JSONObject, transactionID: String? = nil
+    ) throws(CoreError) -> IdempotencyClaim? {
+        let header = request.headers.idempotencyKey
+        if let header, !IdempotencyClaim.isValidKey(header) {
             throw CoreError(
                 .invalidRequest, "Idempotency-Key is 1–128 printable ASCII characters",
                 details: ["header": "Idempotency-Key"])
         }
+        if let transactionID, let header, header != transactionID {
+            throw CoreError(
+                .invalidRequest, "a transaction's id is its idempotency key: Idempotency-Key must be the same",
+                details: ["header": "Idempotency-Key"])
+        }
+        guard let key = transactionID.map({ "\(caller.identity) tx \($0)" }) ?? header else { return nil }
         // Each part with its length first: no part can pass for another.
         var text: [UInt8] = []
         func append(_ part: some Collection<UInt8>) {
@@ -134,6 +145,8 @@ extension HTTPResponse {
             if deduplicated { members["deduplicated"] = true }
             if let revision { members["revision"] = .int(revision) }
             return .json(.object(members), status: deduplicated ? 200 : 201)
+        case .transaction(let result):
+            return .json { result.write(to: &$0) }
         case .posted(.delivered(let revision, let count)):
             return .json(["revision": .int(revision), "delivered": .int(count)])
         case .posted(.queued(let coalesced)):

@@ -30,25 +30,8 @@ extension ServiceAPI {
                     object: try request.idQuery("object")))
         }
         router.on(.post, "/v1/notifications") { request, parameters in
-            let body = try jsonBody(request, allowed: ["name", "object", "userInfo", "posting", "coalesce"])
-            let name = try body.required("name", body.string)
-            let posting = try body.string("posting") ?? PostingStyle.now.rawValue
-            guard PostingStyle(rawValue: posting) != nil else {
-                throw CoreError(.invalidRequest, "posting must be now, asap or idle, not '\(posting)'")
-            }
-            var coalesce: [String] = []
-            for field in try body.array("coalesce") ?? [] {
-                guard case .string(let text) = field else {
-                    throw CoreError(.typeMismatch, "coalesce must list \"name\" and/or \"object\"")
-                }
-                coalesce.append(text)
-            }
-            return try execute(
-                request, parameters.caller,
-                .post(
-                    name: name, object: try body.string("object"),
-                    userInfo: try body.object("userInfo").map(JSON.object),
-                    posting: posting, coalesce: coalesce))
+            let body = try jsonBody(request, allowed: WriteBodies.postMembers)
+            return try execute(request, parameters.caller, try WriteBodies.post(body))
         }
     }
 }

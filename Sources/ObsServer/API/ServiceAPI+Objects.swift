@@ -6,13 +6,8 @@ extension ServiceAPI {
 
     func registerObjects(in router: inout RouterBuilder) {
         router.on(.post, "/v1/objects") { request, parameters in
-            let body = try jsonBody(request, allowed: ["id", "class", "values", "owner"])
-            return try execute(
-                request, parameters.caller,
-                .createObject(
-                    id: try body.string("id"), className: try body.string("class"),
-                    values: try body.object("values") ?? [:], generatedID: Command.newID("obj_"),
-                    owner: try body.string("owner")))
+            let body = try jsonBody(request, allowed: WriteBodies.createMembers)
+            return try execute(request, parameters.caller, try WriteBodies.createObject(body))
         }
         router.on(.get, "/v1/objects") { request, parameters in
             let page = try store(parameters).objects(
@@ -26,12 +21,8 @@ extension ServiceAPI {
             .json(.object(try store(parameters).object(parameters["id"]).json))
         }
         router.on(.patch, "/v1/objects/{id}") { request, parameters in
-            let body = try jsonBody(request, allowed: ["values", "ifRevision"])
-            return try execute(
-                request, parameters.caller,
-                .patch(
-                    object: parameters["id"], values: try body.required("values", body.object),
-                    ifRevision: try body.int("ifRevision")))
+            let body = try jsonBody(request, allowed: WriteBodies.patchMembers)
+            return try execute(request, parameters.caller, try WriteBodies.patch(parameters["id"], body))
         }
         router.on(.delete, "/v1/objects/{id}") { request, parameters in
             try execute(request, parameters.caller, .deleteObject(object: parameters["id"]))

@@ -16,34 +16,18 @@ extension ServiceAPI {
             }
         }
         router.on(.put, "/v1/objects/{id}/values/{keyPath}") { request, parameters in
-            let body = try jsonBody(request, allowed: ["value", "ifRevision"])
+            let body = try jsonBody(request, allowed: WriteBodies.setMembers)
             return try execute(
-                request, parameters.caller,
-                .setValue(
-                    object: parameters["id"], keyPath: parameters["keyPath"], value: try body.required("value"),
-                    ifRevision: try body.int("ifRevision")))
+                request, parameters.caller, try WriteBodies.setValue(parameters["id"], parameters["keyPath"], body))
         }
         router.on(.post, "/v1/objects/{id}/values/{keyPath}/mutations") { request, parameters in
-            let body = try jsonBody(request, allowed: ["kind", "indexes", "values", "ifRevision"])
-            let kind = try body.required("kind", body.string)
-            var indexes: [Int] = []
-            for index in try body.required("indexes", body.array) {
-                guard case .int(let value) = index else {
-                    throw CoreError(.typeMismatch, "indexes must be integers, not \(index.typeNameWithArticle)")
-                }
-                indexes.append(value)
-            }
+            let body = try jsonBody(request, allowed: WriteBodies.mutateMembers)
             return try execute(
-                request, parameters.caller,
-                .mutate(
-                    object: parameters["id"], keyPath: parameters["keyPath"], kind: kind, indexes: indexes,
-                    values: try body.array("values") ?? [], ifRevision: try body.int("ifRevision")))
+                request, parameters.caller, try WriteBodies.mutate(parameters["id"], parameters["keyPath"], body))
         }
         router.on(.post, "/v1/objects/{id}/notify") { request, parameters in
-            let body = try jsonBody(request, allowed: ["keyPaths"])
-            return try execute(
-                request, parameters.caller,
-                .notify(object: parameters["id"], keyPaths: try body.required("keyPaths", body.strings)))
+            let body = try jsonBody(request, allowed: WriteBodies.notifyMembers)
+            return try execute(request, parameters.caller, try WriteBodies.notify(parameters["id"], body))
         }
     }
 }

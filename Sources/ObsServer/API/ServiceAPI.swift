@@ -32,6 +32,7 @@ struct ServiceAPI: Sendable {
         registerQueries(in: &router)
         registerStreams(in: &router)
         registerNotifications(in: &router)
+        registerTransactions(in: &router)
         registerTokens(in: &router)
     }
 

@@ -39,6 +39,7 @@ enum RouteAccess {
         case "classes": return .classes(changing: !reading)
         case "query": return .query
         case "notifications": return .notifications
+        case "transactions": return .transactions
         case "observers":
             guard segments.count >= 3 else { return .observers }
             let (exists, tokenID) = maker(segments[2])

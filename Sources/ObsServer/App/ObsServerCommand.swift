@@ -49,6 +49,7 @@ struct ObsServerCommand: ParsableCommand {
     @Option(help: "Most observations, subscriptions and queries per observer.") var maxRegistrationsPerObserver: Int?
     @Option(help: "Most queries over all observers (default 10000).") var maxQueries: Int?
     @Option(help: "Most scoped tokens the admin may make (default 100000).") var maxTokens: Int?
+    @Option(help: "Most operations in one transaction (default 100; more answer 429).") var maxTransactionOps: Int?
     @Option(help: "Accept JWTs signed with HS256 and this secret (at least 32 bytes) as scoped tokens.")
     var jwtSecret: String?
     @Option(help: "Accept JWTs signed with this PEM public key (RSA: RS256, P-256: ES256, Ed25519: EdDSA).")
@@ -181,7 +182,7 @@ struct ObsServerCommand: ParsableCommand {
             (maxObservers, "max-observers", \.maxObservers),
             (maxRegistrationsPerObserver, "max-registrations-per-observer", \.maxRegistrationsPerObserver),
             (maxStreams, "max-streams", \.maxStreams), (maxQueries, "max-queries", \.maxQueries),
-            (maxTokens, "max-tokens", \.maxTokens),
+            (maxTokens, "max-tokens", \.maxTokens), (maxTransactionOps, "max-transaction-ops", \.maxTransactionOps),
             (maxReplayBytes, "max-replay-bytes", \.maxReplayBytes),
             (maxAdminReplayBytes, "max-admin-replay-bytes", \.maxAdminReplayBytes),
             (maxQueuedNotifications, "max-queued-notifications", \.maxQueuedNotifications),

@@ -38,6 +38,8 @@ struct ServerConfig: Sendable {
     var maxQueries = 10_000
     /// Stored scoped tokens (section 13).
     var maxTokens = 100_000
+    /// Operations in one transaction (section 15).
+    var maxTransactionOps = 100
     /// `--jwt-secret`: JWTs signed with HS256 and this secret are scoped tokens (section 13).
     var jwtSecret: String?
     /// `--jwt-public-key`: a PEM file; JWTs signed with its key (RS256, ES256 or EdDSA) are.
@@ -91,7 +93,7 @@ struct ServerConfig: Sendable {
             maxReplayBytes: maxReplayBytes, maxAdminReplayBytes: maxAdminReplayBytes,
             maxQueuedNotifications: maxQueuedNotifications, maxQueuedNotificationBytes: maxQueuedNotificationBytes,
             maxIdempotencyKeys: maxIdempotencyKeys, maxIdempotencyBytes: maxIdempotencyBytes, maxQueries: maxQueries,
-            maxTokens: maxTokens)
+            maxTokens: maxTokens, maxTransactionOps: maxTransactionOps)
     }
 
     /// The verifier of JWTs (nil: no JWT key configured); throws for a key it cannot use.
@@ -138,7 +140,8 @@ struct ServerConfig: Sendable {
             ("max-body-bytes", maxBodyBytes), ("max-string-bytes", effectiveMaxStringBytes),
             ("max-objects", maxObjects), ("max-observers", maxObservers),
             ("max-registrations-per-observer", maxRegistrationsPerObserver), ("max-streams", maxStreams),
-            ("max-queries", maxQueries), ("max-tokens", maxTokens), ("max-replay-bytes", maxReplayBytes),
+            ("max-queries", maxQueries), ("max-tokens", maxTokens),
+            ("max-transaction-ops", maxTransactionOps), ("max-replay-bytes", maxReplayBytes),
             ("max-admin-replay-bytes", maxAdminReplayBytes),
             ("max-queued-notifications", maxQueuedNotifications),
             ("max-queued-notification-bytes", maxQueuedNotificationBytes), ("max-idempotency-keys", maxIdempotencyKeys),

@@ -55,6 +55,7 @@ enum ClusterSchema {
             "maxQueuedNotificationBytes=\(limits.maxQueuedNotificationBytes)",
             "maxIdempotencyKeys=\(limits.maxIdempotencyKeys)", "maxIdempotencyBytes=\(limits.maxIdempotencyBytes)",
             "maxQueries=\(limits.maxQueries)", "maxTokens=\(limits.maxTokens)",
+            "maxTransactionOps=\(limits.maxTransactionOps)",
         ].joined(separator: ";")
     }
 

@@ -36,7 +36,7 @@ struct APIError: Error, Sendable {
         case .forbidden: 403
         case .notFound: 404
         case .conflict, .idempotencyKeyReused: 409
-        case .revisionMismatch: 412
+        case .revisionMismatch, .conditionFailed: 412
         case .limitExceeded: 429
         case .payloadTooLarge: 413
         case .unavailable: 503

@@ -36,6 +36,8 @@ public enum RouteFamily: Sendable, Equatable {
     /// `POST /v1/query` (a read).
     case query
     case notifications
+    /// `POST /v1/transactions`: each operation is decided as its single request (section 15).
+    case transactions
     /// `GET` and `POST /v1/observers`: a token's own list, and making one.
     case observers
     /// `/v1/observers/{id}` and everything under it.
@@ -129,7 +131,7 @@ public enum Authorization {
         case .adminOnly: return .forbidden
         case .route(let family):
             switch family {
-            case .objects, .query, .notifications, .observers: return .allowed
+            case .objects, .query, .notifications, .observers, .transactions: return .allowed
             case .classes(let changing):
                 return !changing && access.grant.actions.contains(.read) ? .allowed : .forbidden
             case .observer(_, let maker, let exists):

@@ -54,7 +54,7 @@ extension Command {
         guard case .object(let members) = document else {
             throw CommandDecodingError(description: "a command is a JSON object")
         }
-        let fields = Fields(members)
+        let fields = CommandFields(members)
         guard try fields.int("v") == Self.encodingVersion else {
             throw CommandDecodingError(description: "command encoding version \(members["v"] ?? .null) is not 1")
         }
@@ -87,7 +87,7 @@ extension Command {
 extension Command.Action {
     /// Calls `field` with each of the action's fields, in encoding order (nil: absent); no
     /// array in between (a command is encoded for every durable write).
-    fileprivate func forEachField(_ field: (StaticString, JSON?) -> Void) {
+    func forEachField(_ field: (StaticString, JSON?) -> Void) {
         switch self {
         case .defineClass(let name, let definition):
             field("name", .string(name))
@@ -121,6 +121,10 @@ extension Command.Action {
         case .notify(let object, let keyPaths):
             field("object", .string(object))
             field("keyPaths", .array(keyPaths.map(JSON.string)))
+        case .transaction(let transaction):
+            field("id", transaction.id.map(JSON.string))
+            field("expect", transaction.expect.isEmpty ? nil : .array(transaction.expect.map(\.json)))
+            field("operations", .array(transaction.operations.map { .object($0.encodedFields) }))
         case .createObserver(
             let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client, let onRemove,
             let deliver):
@@ -202,7 +206,7 @@ extension Command.Action {
         }
     }
 
-    fileprivate init(kind: String, _ fields: Fields) throws(CommandDecodingError) {
+    init(kind: String, _ fields: CommandFields) throws(CommandDecodingError) {
         switch kind {
         case "defineClass":
             self = .defineClass(name: try fields.string("name"), definition: try fields.json("definition"))
@@ -228,6 +232,7 @@ extension Command.Action {
                 values: try fields.array("values"),
                 ifRevision: try fields.optionalInt("ifRevision"))
         case "notify": self = .notify(object: try fields.string("object"), keyPaths: try fields.strings("keyPaths"))
+        case "transaction": self = .transaction(try Transaction(fields))
         case "createObserver":
             self = .createObserver(
                 id: try fields.string("id"), tokenHash: try fields.string("tokenHash"),
@@ -296,7 +301,7 @@ extension Command.Action {
 }
 
 /// Typed access to a decoded command's members; a missing or mistyped one is an error.
-private struct Fields {
+struct CommandFields {
     let members: JSONObject
 
     init(_ members: JSONObject) { self.members = members }

@@ -52,6 +52,8 @@ public struct Command: Sendable, Equatable {
         case mutate(
             object: String, keyPath: String, kind: String, indexes: [Int], values: [JSON], ifRevision: Int?)
         case notify(object: String, keyPaths: [String])
+        /// Several writes as one (section 15): all or nothing, under one revision.
+        indirect case transaction(Transaction)
         // Observers and registrations
         /// `tokenHash`: the SHA-256 of the token the client is given (the state never holds tokens).
         /// `client`: the client name whose own changes its `skipOwn` registrations skip (section 7.3).
@@ -138,6 +140,7 @@ extension Command.Action {
         case .setValue: "setValue"
         case .mutate: "mutate"
         case .notify: "notify"
+        case .transaction: "transaction"
         case .createObserver: "createObserver"
         case .deleteObserver: "deleteObserver"
         case .keepalive: "keepalive"

@@ -20,6 +20,8 @@ public enum Outcome: Sendable {
     case queried(QueryResult)
     case subscribed(SubscriptionSnapshot, deduplicated: Bool, revision: Int?)
     case posted(PostOutcome)
+    /// A transaction applied (section 15).
+    case transaction(TransactionResult)
     /// Background changes: the observers that expired, the postings delivered.
     case expired([String])
     case delivered(Int)

@@ -10,6 +10,8 @@ struct ChangeRecord {
     let revision: Int
     /// The client whose write caused it (section 7.3).
     var by: String?
+    /// The transaction that caused it (section 15).
+    var tx: String?
 
     /// The shared part: `"kind":…,…,"revision":n` (the same for every registration on the same value).
     func encodedTail() -> [UInt8] {
@@ -38,10 +40,7 @@ struct ChangeRecord {
         }
         writer.raw(",\"revision\":")
         writer.write(revision)
-        if let by {
-            writer.raw(",\"by\":")
-            writer.write(by)
-        }
+        writer.writeCause(by: by, tx: tx)
     }
 
     /// The whole record for `registration`, its tail written in place (a tail nobody shares
@@ -88,5 +87,20 @@ struct ChangeRecord {
             suffix.raw("}")
         }
         return (prefix, suffix)
+    }
+}
+
+extension JSONWriter {
+    /// `,"by":…` (the client, section 7.3) and `,"tx":…` (the transaction, section 15), each
+    /// when known: the last members of every record, notification and admin event a write causes.
+    mutating func writeCause(by: String?, tx: String?) {
+        if let by {
+            raw(",\"by\":")
+            write(by)
+        }
+        if let tx {
+            raw(",\"tx\":")
+            write(tx)
+        }
     }
 }

@@ -137,7 +137,8 @@ struct RegistrationIndex: Sendable {
         list.sorted { $0.sequence < $1.sequence }
     }
 
-    private static func eager(_ a: NotifyPolicy, _ b: NotifyPolicy) -> NotifyPolicy {
+    /// The more eager of two policies (a write reaching a registration through several places).
+    static func eager(_ a: NotifyPolicy, _ b: NotifyPolicy) -> NotifyPolicy {
         if a == .always || b == .always { return .always }
         return a == .onChange || b == .onChange ? .onChange : .manual
     }

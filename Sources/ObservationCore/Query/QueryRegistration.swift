@@ -104,9 +104,10 @@ public struct QueryAnswer: Sendable {
 
 extension QueryDiff {
     /// The shared part of a query record: `"revision":r,"total":n,["initial":true,]"removed":[…],
-    /// "inserted":[…],"updated":[…][,"by":…]`, with `old` / `new` values as `options` ask.
+    /// "inserted":[…],"updated":[…][,"by":…][,"tx":…]`, with `old` / `new` values as `options` ask.
     func encodedTail(
-        revision: Int, options: ObservationOptions, select: [KeyPath], initial: Bool = false, by: String? = nil
+        revision: Int, options: ObservationOptions, select: [KeyPath], initial: Bool = false, by: String? = nil,
+        tx: String? = nil
     ) -> [UInt8] {
         let (withOld, withNew) = (options.contains(.old), options.contains(.new))
         return JSONWriter.encode { writer in
@@ -135,10 +136,7 @@ extension QueryDiff {
                 writer.raw("}")
             }
             writer.raw("]")
-            if let by {
-                writer.raw(",\"by\":")
-                writer.write(by)
-            }
+            writer.writeCause(by: by, tx: tx)
         }
     }
 

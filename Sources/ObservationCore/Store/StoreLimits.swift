@@ -22,14 +22,18 @@ public struct StoreLimits: Sendable {
     public var maxIdempotencyKeys: Int
     /// Bytes of kept answers at once; past it the oldest keys go early.
     public var maxIdempotencyBytes: Int
+    /// Operations in one transaction (`--max-transaction-ops`, section 15).
+    public var maxTransactionOps: Int
 
     public init(
         maxObjects: Int = 1_000_000, maxObservers: Int = 100_000, maxRegistrationsPerObserver: Int = 10_000,
         maxStreams: Int = 10_000, adminReplay: Int = 10_000, maxReplayBytes: Int = 4 << 20,
         maxAdminReplayBytes: Int = 64 << 20, maxQueuedNotifications: Int = 10_000,
         maxQueuedNotificationBytes: Int = 16 << 20, maxIdempotencyKeys: Int = 100_000,
-        maxIdempotencyBytes: Int = 64 << 20, maxQueries: Int = 10_000, maxTokens: Int = 100_000
+        maxIdempotencyBytes: Int = 64 << 20, maxQueries: Int = 10_000, maxTokens: Int = 100_000,
+        maxTransactionOps: Int = 100
     ) {
+        self.maxTransactionOps = maxTransactionOps
         self.maxTokens = maxTokens
         self.maxQueries = maxQueries
         self.maxIdempotencyBytes = maxIdempotencyBytes
@@ -54,6 +58,7 @@ public struct StoreLimits: Sendable {
         unlimited.maxStreams = .max
         unlimited.maxQueries = .max
         unlimited.maxTokens = .max
+        unlimited.maxTransactionOps = .max
         unlimited.maxQueuedNotifications = .max
         unlimited.maxQueuedNotificationBytes = .max
         return unlimited

@@ -21,7 +21,7 @@ extension StoreState {
                 return try perform(command.action, by: principal, access, at: time)
             }
             // A journaled command was a first application: its replay decides nothing anew.
-            if !replaying, let kept = try keptAnswer(claim, at: time) { return kept }
+            if !replaying, let kept = try keptAnswer(claim, for: command.action, at: time) { return kept }
             let outcome = try perform(command.action, by: principal, access, at: time)
             keep(outcome, for: claim, at: time)
             return outcome
@@ -43,7 +43,7 @@ extension StoreState {
     }
 
     /// `access`: what the command's principal may do, as `authorize` decided (nil: everything).
-    private mutating func perform(
+    mutating func perform(
         _ action: Command.Action, by principal: Principal, _ access: Access?, at time: Timestamp
     ) throws(CoreError)
         -> Outcome
@@ -69,6 +69,8 @@ extension StoreState {
                 try mutate(kind, indexes: indexes, values: values, at: keyPath, of: object, ifRevision: ifRevision))
         case .notify(let object, let keyPaths):
             return .revision(try notify(object, keyPaths: keyPaths))
+        case .transaction(let transaction):
+            return .transaction(try applyTransaction(transaction, by: principal, access, at: time))
         case .createObserver(
             let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client, let onRemove,
             let deliver):
@@ -158,8 +160,16 @@ extension StoreState {
 extension StoreState {
     /// The answer a key keeps for the same request (`replayed`), nil for a key not held;
     /// `idempotencyKeyReused` for the same key with another request.
-    fileprivate func keptAnswer(_ claim: IdempotencyClaim, at time: Timestamp) throws(CoreError) -> Outcome? {
+    fileprivate func keptAnswer(_ claim: IdempotencyClaim, for action: Command.Action, at time: Timestamp)
+        throws(CoreError) -> Outcome?
+    {
         guard let entry = idempotency.entry(claim.key, at: time.milliseconds) else { return nil }
+        if case .transaction(let transaction) = action, let id = transaction.id, entry.fingerprint != claim.fingerprint
+        {
+            throw CoreError(
+                .idempotencyKeyReused, "transaction id '\(id)' was used for another transaction in the last 10 minutes",
+                details: ["id": .string(id)])
+        }
         guard entry.fingerprint == claim.fingerprint else {
             throw CoreError(
                 .idempotencyKeyReused,

@@ -57,6 +57,8 @@ extension StoreState {
             try ask(.name(.subscribe, name))
         case .post(let name, _, _, _, _):
             try ask(.name(.post, name))
+        case .transaction:
+            break  // each operation is decided as its single request, on the state the ones before it left
         case .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart, .nodeDown,
             .expireTokens, .acknowledge:
             break  // refused above: background changes are the server's

@@ -18,7 +18,7 @@ extension StoreState {
     /// An admin event whose members `write` writes (inside the braces, without them; at least
     /// one), with the client whose write caused it as the last member: made in one piece.
     mutating func emitAdmin(_ name: String, members write: (inout JSONWriter) -> Void) {
-        let (bytes, revision) = (Self.adminRecord(by: by, members: write), revision)
+        let (bytes, revision) = (Self.adminRecord(by: by, tx: tx, members: write), revision)
         emitAdmin { Event(id: $0, name: name, data: bytes, revision: revision) }
     }
 
@@ -30,15 +30,12 @@ extension StoreState {
     }
 
     /// An admin event's data: `{`, the members `write` writes, `"by"` when the write has a
-    /// client, `}`.
-    static func adminRecord(by: String?, members write: (inout JSONWriter) -> Void) -> [UInt8] {
+    /// client and `"tx"` when a transaction made it, `}`.
+    static func adminRecord(by: String?, tx: String?, members write: (inout JSONWriter) -> Void) -> [UInt8] {
         JSONWriter.encode { writer in
             writer.raw("{")
             write(&writer)
-            if let by {
-                writer.raw(",\"by\":")
-                writer.write(by)
-            }
+            writer.writeCause(by: by, tx: tx)
             writer.raw("}")
         }
     }

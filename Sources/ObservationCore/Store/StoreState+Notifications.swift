@@ -101,8 +101,9 @@ extension StoreState {
             guard mask.isEmpty else {
                 throw CoreError(.invalidRequest, "coalesce applies to queued postings (asap, idle)")
             }
-            let (revision, delivered) = deliver(name: name, object: object, userInfo: userInfo)
-            return .delivered(revision: revision, count: delivered)
+            let revision = nextRevision()
+            return .delivered(
+                revision: revision, count: deliver(name: name, object: object, userInfo: userInfo, revision: revision))
         case .asap: queueStyle = .asap
         case .idle: queueStyle = .idle
         }
@@ -116,9 +117,9 @@ extension StoreState {
     }
 
     /// Delivers a notification now: one `notification` event per matching subscription, under
-    /// one new revision. Returns the revision and how many subscriptions it reached.
-    mutating func deliver(name: String, object: String?, userInfo: JSON?) -> (revision: Int, delivered: Int) {
-        let revision = nextRevision()
+    /// `revision` (taken). Returns how many subscriptions it reached.
+    @discardableResult
+    mutating func deliver(name: String, object: String?, userInfo: JSON?, revision: Int) -> Int {
         let matched = center.matching(name: name, object: object)
         let by = self.by
         let tail = JSONWriter.encode { tail in
@@ -130,10 +131,7 @@ extension StoreState {
             tail.write(userInfo ?? .null)
             tail.raw(",\"revision\":")
             tail.write(revision)
-            if let by {
-                tail.raw(",\"by\":")
-                tail.write(by)
-            }
+            tail.writeCause(by: by, tx: tx)
             tail.raw("}")
         }
         for subscription in matched {
@@ -150,7 +148,7 @@ extension StoreState {
                 "name": .string(name), "object": object.map(JSON.string) ?? .null, "userInfo": userInfo ?? .null,
                 "delivered": .int(matched.count), "revision": .int(revision),
             ])
-        return (revision, matched.count)
+        return matched.count
     }
 
     /// Delivers every queued posting of `posting` (`asap`, `idle`), in order, each under its own revision.
@@ -163,7 +161,7 @@ extension StoreState {
         for entry in entries {
             // Delivered later, but caused by its post: its events carry the poster's name.
             by = entry.by
-            _ = deliver(name: entry.name, object: entry.object, userInfo: entry.userInfo)
+            deliver(name: entry.name, object: entry.object, userInfo: entry.userInfo, revision: nextRevision())
         }
         by = nil
         return entries.count

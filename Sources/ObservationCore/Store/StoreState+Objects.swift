@@ -5,6 +5,25 @@ extension StoreState {
         id: String?, className: String?, values: JSONObject, generatedID: String, owner: String? = nil,
         at time: Timestamp
     ) throws(CoreError) -> ObjectSnapshot {
+        var object = try newObject(
+            id: id, className: className, values: values, generatedID: generatedID, owner: owner, at: time)
+        let revision = nextRevision()
+        object.revision = revision
+        graph.insert(object)
+        journal.mark(.object, object.id)
+        let created = snapshot(object)
+        emitAdmin("objectCreated", ["object": .object(created.json), "revision": .int(revision)])
+        // References to this id that dangled (the object was deleted) read it again.
+        propagate([Write(location: ObjectPath(objectID: object.id, keys: []), policy: .onChange)], revision: revision)
+        noteQueryChanges(existenceOf: object)
+        return created
+    }
+
+    /// The object a create makes, checked whole (its revision is the caller's to set); the graph
+    /// is as it was.
+    mutating func newObject(
+        id: String?, className: String?, values: JSONObject, generatedID: String, owner: String?, at time: Timestamp
+    ) throws(CoreError) -> StoredObject {
         if let id { try Names.checkID(id, "object id") }
         if let owner { _ = try observers.existing(owner) }
         if let id, graph.objects[id] != nil {
@@ -33,18 +52,11 @@ extension StoreState {
             graph.objects[id] = nil
             throw error
         }
-        let revision = nextRevision()
-        var object = StoredObject(id: id, className: className, revision: revision, createdAt: time, values: values)
+        graph.objects[id] = nil
+        var object = StoredObject(id: id, className: className, revision: 0, createdAt: time, values: values)
         object.owner = owner
         object.ownerToken = owner.flatMap { observers[$0]?.access?.tokenID }
-        graph.insert(object)
-        journal.mark(.object, id)
-        let created = snapshot(object)
-        emitAdmin("objectCreated", ["object": .object(created.json), "revision": .int(revision)])
-        // References to this id that dangled (the object was deleted) read it again.
-        propagate([Write(location: ObjectPath(objectID: id, keys: []), policy: .onChange)], revision: revision)
-        noteQueryChanges(existenceOf: object)
-        return created
+        return object
     }
 
     func listObjects(className: String?, limit: Int, after cursor: String?, reader: ReadFilter?)

@@ -26,12 +26,23 @@ extension StoreState {
     mutating func propagate(_ writes: [Write], revision: Int, toMany: ToManyChange? = nil) {
         let affected = registrations.affected(by: writes)
         guard !affected.isEmpty else { return }
-        var batch = RecordBatch(sharesTails: affected.count > 1)
+        var batch = RecordBatch(sharesTails: affected.count > 1, tx: tx)
+        collectRecords(affected, after: writes, revision: revision, into: &batch) { _ in toMany }
+        emitBatch(batch)
+    }
+
+    /// The records of the `affected` registrations for the writes (already applied), into
+    /// `batch`; `toMany(i)`: the to-many change `affected[i]` sees, if any.
+    mutating func collectRecords(
+        _ affected: [(sequence: Int, position: RegistrationIndex.Position, policy: NotifyPolicy)],
+        after writes: [Write], revision: Int, into batch: inout RecordBatch, toMany: (Int) -> ToManyChange?
+    ) {
         var evaluations = EvaluationCache(enabled: affected.count > 1)
         var windows = ThrottleWindows()
         let graph = self.graph  // read while the registrations change in place
         let (by, now) = (self.by, clock)
-        for (_, position, policy) in affected {
+        for (index, (_, position, policy)) in affected.enumerated() {
+            let change = toMany(index)
             registrations.update(at: position) { registration, dependents in
                 let old = registration.value
                 let new = Self.reevaluate(
@@ -39,12 +50,11 @@ extension StoreState {
                 let governing = registration.derivedPolicy ?? policy
                 guard governing == .always || (governing == .onChange && old != new) else { return }
                 Self.addRecords(
-                    &registration, old: old, new: new, revision: revision, toMany: toMany, by: by, at: now,
+                    &registration, old: old, new: new, revision: revision, toMany: change, by: by, at: now,
                     to: &batch, windows: &windows)
             }
         }
         record(windows)
-        emitBatch(batch)
     }
 
     /// Sends the folded record of every throttled registration whose window ended by `time`
@@ -92,13 +102,28 @@ extension StoreState {
     /// `old` = the value at its last notification and `new` = the value now (a throttled
     /// registration's record waits for its window like any other).
     mutating func notifyManually(_ id: String, keyPaths: [KeyPath], revision: Int) {
+        var batch = RecordBatch(sharesTails: true, tx: tx)
+        collectManualRecords(id, keyPaths: keyPaths, revision: revision, into: &batch)
+        emitBatch(batch)
+    }
+
+    /// The registrations of `id` on `keyPaths` (creation order), but those in `skipping` (by sequence).
+    func manuallyNotified(_ id: String, keyPaths: [KeyPath], skipping: Set<Int> = []) -> [Registration] {
         let wanted = Set(keyPaths.map(\.description))
-        var batch = RecordBatch(sharesTails: true)
+        return registrations.observing(id).filter {
+            wanted.contains($0.keyPath.description) && !skipping.contains($0.sequence)
+        }
+    }
+
+    /// `notifyManually`'s records into `batch`, but for the registrations in `skipping` (by sequence).
+    mutating func collectManualRecords(
+        _ id: String, keyPaths: [KeyPath], revision: Int, skipping: Set<Int> = [], into batch: inout RecordBatch
+    ) {
         var evaluations = EvaluationCache(enabled: false)
         var windows = ThrottleWindows()
         let graph = self.graph
         let (by, now) = (self.by, clock)
-        for chosen in registrations.observing(id) where wanted.contains(chosen.keyPath.description) {
+        for chosen in manuallyNotified(id, keyPaths: keyPaths, skipping: skipping) {
             registrations.update(chosen.id) { registration, dependents in
                 let old = registration.notifiedValue
                 let new = Self.reevaluate(
@@ -109,7 +134,6 @@ extension StoreState {
             }
         }
         record(windows)
-        emitBatch(batch)
     }
 
     /// The records a due change from `old` to `new` makes for `registration`: at once, or, when
@@ -128,7 +152,7 @@ extension StoreState {
         if case .send(let first, let writer, let merged) = decision {
             batch.add(
                 registration, old: first, new: new, revision: revision, toMany: merged ? nil : toMany, by: writer,
-                ownTail: true)
+                ownTail: true, folded: merged)
         }
     }
 
@@ -225,158 +249,8 @@ extension StoreState {
     }
 
     /// Emits a batch's records: every prior record, then every post record.
-    private mutating func emitBatch(_ batch: RecordBatch) {
+    mutating func emitBatch(_ batch: RecordBatch) {
         for (observerID, bytes) in batch.priors { emit("change", bytes, to: observerID) }
         for (observerID, bytes) in batch.posts { emit("change", bytes, to: observerID) }
     }
-}
-
-/// What reading a key path on an object gave: its value and the places it read.
-private struct Evaluation {
-    let value: JSON
-    let paths: Set<ObjectPath>
-    let location: ObjectPath?
-}
-
-/// Evaluations by (object, key path) during one propagation (off for a single registration:
-/// nothing to share, and the lookup would cost).
-private struct EvaluationCache {
-    private struct Key: Hashable {
-        let objectID: String
-        let keyPath: String
-        /// What the reader may read (`ReadFilter.key`; empty: everything).
-        let reader: String
-    }
-
-    private var known: [Key: Evaluation]?
-
-    init(enabled: Bool) { known = enabled ? [:] : nil }
-
-    mutating func evaluation(
-        of keyPath: KeyPath, on objectID: String, reader: ReadFilter?, read: () -> Evaluation
-    ) -> Evaluation {
-        guard known != nil else { return read() }
-        let key = Key(objectID: objectID, keyPath: keyPath.description, reader: reader?.key ?? "")
-        if let evaluation = known?[key] { return evaluation }
-        let evaluation = read()
-        known?[key] = evaluation
-        return evaluation
-    }
-}
-
-/// The records of one change, prior ones apart, with record tails shared between
-/// registrations on the same value and options (encoded once, not once per observer).
-private struct RecordBatch {
-    var priors: [(String, [UInt8])] = []
-    var posts: [(String, [UInt8])] = []
-    private var tails: [TailKey: [UInt8]] = [:]
-    /// Off for a single registration: nothing to share, and the lookup would cost.
-    let sharesTails: Bool
-
-    init(sharesTails: Bool) { self.sharesTails = sharesTails }
-
-    /// The records of `registration` for a change from `old` to `new` made by `by` (none for
-    /// the observer's own echo, with `skipOwn`). `ownTail`: its old value is its own (a
-    /// throttled registration's, folded changes included), so its tail is not shared.
-    mutating func add(
-        _ registration: Registration, old: JSON, new: JSON, revision: Int, toMany: ToManyChange?, by: String?,
-        ownTail: Bool = false
-    ) {
-        if let own = registration.skipsClient, own == by { return }  // skipOwn: not its own echo
-        var record = ChangeRecord(revision: revision)
-        record.by = by
-        var recordOld: JSON? = old
-        var recordNew: JSON? = new
-        if let toMany, registration.location == toMany.location, registration.keyPath.keys != nil {
-            record.kind = toMany.mutation.kind.rawValue
-            record.indexes = toMany.mutation.indexes
-            recordOld = toMany.mutation.kind == .insertion ? .none : .array(toMany.mutation.affected(in: toMany.before))
-            recordNew = toMany.mutation.kind == .removal ? .none : .array(toMany.mutation.affected(in: toMany.after))
-        }
-        if registration.options.contains(.prior) {
-            var prior = record
-            prior.flag = .prior
-            prior.old = registration.options.contains(.old) ? recordOld : nil
-            priors.append((registration.observerID, encode(registration, prior, shared: !ownTail)))
-        }
-        record.old = registration.options.contains(.old) ? recordOld : nil
-        record.new = registration.options.contains(.new) ? recordNew : nil
-        posts.append((registration.observerID, encode(registration, record, shared: !ownTail)))
-    }
-
-    private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> [UInt8] {
-        guard sharesTails, shared else { return ChangeRecord.encode(registration, record: record) }
-        let key = TailKey(
-            objectID: registration.objectID, keyPath: registration.keyPath.description, kind: record.kind,
-            hasOld: record.old != nil, hasNew: record.new != nil, prior: record.flag == .prior)
-        if let tail = tails[key] { return ChangeRecord.encode(registration, tail: tail) }
-        let tail = record.encodedTail()
-        tails[key] = tail
-        return ChangeRecord.encode(registration, tail: tail)
-    }
-}
-
-/// What throttling decides for the registrations one change reaches (section 7.3).
-private struct ThrottleWindows {
-    enum Decision {
-        /// A record now: from `old` (the value before the first change folded into it), by
-        /// `writer` (nil when its changes came from several); `merged`: it holds folded changes.
-        case send(old: JSON, writer: String?, merged: Bool)
-        /// Folded into the open window's record.
-        case fold
-        /// No record: the observer's own echo (`skipOwn`), or folded changes that cancelled out.
-        case none
-    }
-
-    /// Registrations whose throttle state changed.
-    var touched: [String] = []
-    /// Windows holding folded changes, by when they end.
-    var folding: [(id: String, end: Timestamp)] = []
-    /// Registrations whose folded changes went out (or cancelled out) now: no flush is due.
-    var settled: [String] = []
-
-    /// A change from `old` to `new` at `now`. Inside an open window it is folded. Otherwise
-    /// it goes out at once, together with what the ended window folded (its flush may not
-    /// have been applied yet), and opens a new window; the observer's own echo opens none.
-    mutating func decide(
-        _ registration: inout Registration, old: JSON, new: JSON, revision: Int, by: String?, at now: Timestamp
-    ) -> Decision {
-        touched.append(registration.id)
-        if let end = registration.windowEnd, now < end {
-            if var folded = registration.folded {
-                folded.revision = revision
-                if folded.by != by { folded.by = nil }
-                registration.folded = folded
-            } else {
-                registration.folded = FoldedChange(old: old, revision: revision, by: by)
-            }
-            folding.append((registration.id, end))
-            return .fold
-        }
-        let folded = registration.folded
-        if folded != nil {
-            registration.folded = nil
-            settled.append(registration.id)
-        }
-        let first = folded?.old ?? old
-        let writer = folded.map { $0.by == by ? by : nil } ?? by
-        registration.notifiedValue = new
-        let own = registration.skipsClient != nil && registration.skipsClient == writer
-        guard !own, folded == nil || first != new else {
-            registration.windowEnd = nil
-            return .none
-        }
-        registration.windowEnd = Timestamp(milliseconds: now.milliseconds + Int64(registration.throttle))
-        return .send(old: first, writer: writer, merged: folded != nil)
-    }
-}
-
-/// Registrations on the same object and key path, with the same fields asked for, share a record tail.
-private struct TailKey: Hashable {
-    let objectID: String
-    let keyPath: String
-    let kind: String
-    let hasOld: Bool
-    let hasNew: Bool
-    let prior: Bool
 }

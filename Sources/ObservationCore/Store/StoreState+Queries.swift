@@ -214,7 +214,7 @@ extension StoreState {
             let key = query.options.intersection([.old, .new])
             let tail =
                 tails[key]
-                ?? diff.encodedTail(revision: revision, options: key, select: definition.select, by: by)
+                ?? diff.encodedTail(revision: revision, options: key, select: definition.select, by: by, tx: tx)
             tails[key] = tail
             emit("query", query.record(tail: tail), to: query.observerID)
         }
@@ -296,7 +296,8 @@ extension StoreState {
         let diff = QueryDiff.between(old.window, shape.window, total: shape.total)
         guard !diff.isEmpty || shape.total != old.total else { return }
         let tail = diff.encodedTail(
-            revision: revision, options: moved.options.intersection([.old, .new]), select: definition.select, by: by)
+            revision: revision, options: moved.options.intersection([.old, .new]), select: definition.select, by: by,
+            tx: tx)
         emit("query", moved.record(tail: tail), to: moved.observerID)
     }
 }

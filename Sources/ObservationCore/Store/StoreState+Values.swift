@@ -57,6 +57,24 @@ extension StoreState {
     mutating func mutate(
         _ kind: String, indexes: [Int], values: [JSON], at keyPath: String, of id: String, ifRevision: Int?
     ) throws(CoreError) -> Int {
+        let (target, mutation, array, result) = try checkedMutation(
+            kind, indexes: indexes, values: values, at: keyPath, of: id, ifRevision: ifRevision)
+        let probe = queries.isEmpty ? nil : queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
+        let revision = nextRevision()
+        store(.array(result), at: target, revision: revision)
+        let change = write(at: target, storing: .array(result))
+        propagate(
+            [change], revision: revision,
+            toMany: ToManyChange(location: change.location, mutation: mutation, before: array, after: result))
+        if let probe { noteQueryChanges(probe) }
+        emitValueChanged(target, .array(result), revision: revision, extra: mutation.adminMembers)
+        return revision
+    }
+
+    /// A to-many mutation checked whole: where it goes, what it does, the array before and after.
+    func checkedMutation(
+        _ kind: String, indexes: [Int], values: [JSON], at keyPath: String, of id: String, ifRevision: Int?
+    ) throws(CoreError) -> (target: WriteTarget, mutation: ArrayMutation, before: [JSON], after: [JSON]) {
         guard let kind = ArrayMutation.Kind(rawValue: kind) else {
             throw CoreError(.invalidRequest, "kind must be insertion, removal or replacement, not '\(kind)'")
         }
@@ -70,33 +88,26 @@ extension StoreState {
         }
         let result = try mutation.applied(to: array)
         try graph.checkAssignable(.array(result), to: target)
-        let probe = queries.isEmpty ? nil : queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
-        let revision = nextRevision()
-        store(.array(result), at: target, revision: revision)
-        let change = write(at: target, storing: .array(result))
-        propagate(
-            [change], revision: revision,
-            toMany: ToManyChange(location: change.location, mutation: mutation, before: array, after: result))
-        if let probe { noteQueryChanges(probe) }
-        emitValueChanged(
-            target, .array(result), revision: revision,
-            extra: [
-                "kind": .string(mutation.kind.rawValue), "indexes": .array(mutation.indexes.map(JSON.int)),
-            ])
-        return revision
+        return (target, mutation, array, result)
     }
 
     /// `didChangeValueForKey:` (for `manual` keys): one record per registration on those key
     /// paths, `old` being the value at its last notification.
     mutating func notify(_ id: String, keyPaths: [String]) throws(CoreError) -> Int {
+        let paths = try checkedNotification(id, keyPaths: keyPaths)
+        let revision = nextRevision()
+        notifyManually(id, keyPaths: paths, revision: revision)
+        return revision
+    }
+
+    /// The key paths a `notify` of object `id` names, checked.
+    func checkedNotification(_ id: String, keyPaths: [String]) throws(CoreError) -> [KeyPath] {
         guard !keyPaths.isEmpty else { throw CoreError(.invalidRequest, "keyPaths must not be empty") }
         var paths: [KeyPath] = []
         for text in keyPaths { paths.append(try KeyPath(text)) }
         let object = try graph.existingObject(id)
         for path in paths { try graph.checker.check(path, from: object.className) }
-        let revision = nextRevision()
-        notifyManually(id, keyPaths: paths, revision: revision)
-        return revision
+        return paths
     }
 
     /// Stores a checked value and marks the object for the next checkpoint.
@@ -107,9 +118,9 @@ extension StoreState {
 
     /// The admin stream's `valueChanged`: kept as its parts, encoded when read (see
     /// `DeferredValueChanged`).
-    private mutating func emitValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:])
-    {
-        let record = DeferredValueChanged(target: target, value: value, extra: extra, revision: revision, by: by)
+    mutating func emitValueChanged(_ target: WriteTarget, _ value: JSON, revision: Int, extra: JSONObject = [:]) {
+        let record = DeferredValueChanged(
+            target: target, value: value, extra: extra, revision: revision, by: by, tx: tx)
         let current = self.revision
         emitAdmin { Event(id: $0, name: "valueChanged", deferred: record, revision: current) }
     }
@@ -126,11 +137,13 @@ final class DeferredValueChanged: Sendable {
     private let extra: JSONObject
     private let revision: Int
     private let by: String?
+    private let tx: String?
     /// A bound on what this record holds and encodes to (`JSON.estimatedBytes`), counted
     /// against the admin log's byte limit.
     let estimatedBytes: Int
 
-    init(target: WriteTarget, value: JSON, extra: JSONObject, revision: Int, by: String?) {
+    init(target: WriteTarget, value: JSON, extra: JSONObject, revision: Int, by: String?, tx: String?) {
+        self.tx = tx
         self.target = target
         self.value = value
         self.extra = extra
@@ -140,12 +153,14 @@ final class DeferredValueChanged: Sendable {
         var estimate = 96 + target.objectID.utf8.count + target.key.utf8.count + value.estimatedBytes
         for part in target.inner { estimate += part.utf8.count + 1 }
         for (key, member) in extra { estimate += JSON.estimatedBytes(of: key) + 2 + member.estimatedBytes }
-        estimatedBytes = estimate + (by.map { JSON.estimatedBytes(of: $0) + 6 } ?? 0)
+        estimatedBytes =
+            estimate + (by.map { JSON.estimatedBytes(of: $0) + 6 } ?? 0)
+            + (tx.map { JSON.estimatedBytes(of: $0) + 6 } ?? 0)
     }
 
     /// `{"object":…,"keyPath":…,"value":…,<extra>,"revision":n,"by":…}`
     func encode() -> [UInt8] {
-        StoreState.adminRecord(by: by) { writer in
+        StoreState.adminRecord(by: by, tx: tx) { writer in
             writer.raw("\"object\":")
             writer.write(target.objectID)
             writer.raw(",\"keyPath\":")

@@ -33,6 +33,8 @@ struct StoreState: Sendable {
     var clock = Timestamp(milliseconds: 0)
     /// The client that made the command being applied (`Command.by`).
     var by: String?
+    /// The id of the transaction being applied (section 15): the `tx` of what it causes.
+    var tx: String?
     /// Throttled registrations holding folded changes, by when their window ends (ms).
     var throttled = DeadlineHeap<Int64>()
     /// Idempotency keys and the answers they keep (section 7.3).

@@ -64,3 +64,10 @@ public struct ArrayMutation: Sendable, Equatable {
             details: ["index": .int(index), "count": .int(count)])
     }
 }
+
+extension ArrayMutation {
+    /// The members the admin stream's `valueChanged` adds for it: `kind` and `indexes`.
+    var adminMembers: JSONObject {
+        ["kind": .string(kind.rawValue), "indexes": .array(indexes.map(JSON.int))]
+    }
+}

@@ -26,6 +26,12 @@ struct TestResponse {
         guard case .object(let members) = json else { return .null }
         return members[key] ?? .null
     }
+
+    /// `error.details` of an error body (empty for any other).
+    var errorDetails: JSONObject {
+        guard case .object(let error) = self["error"], case .object(let details)? = error["details"] else { return [:] }
+        return details
+    }
 }
 
 /// A minimal blocking HTTP/1.1 client on one keep-alive connection to 127.0.0.1.

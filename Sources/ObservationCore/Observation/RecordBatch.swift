@@ -1,0 +1,158 @@
+// MARK: - What one change's propagation collects: shared evaluations, records, throttle windows
+
+/// What reading a key path on an object gave: its value and the places it read.
+struct Evaluation {
+    let value: JSON
+    let paths: Set<ObjectPath>
+    let location: ObjectPath?
+}
+
+/// Evaluations by (object, key path) during one propagation (off for a single registration:
+/// nothing to share, and the lookup would cost).
+struct EvaluationCache {
+    private struct Key: Hashable {
+        let objectID: String
+        let keyPath: String
+        /// What the reader may read (`ReadFilter.key`; empty: everything).
+        let reader: String
+    }
+
+    private var known: [Key: Evaluation]?
+
+    init(enabled: Bool) { known = enabled ? [:] : nil }
+
+    mutating func evaluation(
+        of keyPath: KeyPath, on objectID: String, reader: ReadFilter?, read: () -> Evaluation
+    ) -> Evaluation {
+        guard known != nil else { return read() }
+        let key = Key(objectID: objectID, keyPath: keyPath.description, reader: reader?.key ?? "")
+        if let evaluation = known?[key] { return evaluation }
+        let evaluation = read()
+        known?[key] = evaluation
+        return evaluation
+    }
+}
+
+/// The records of one change, prior ones apart, with record tails shared between
+/// registrations on the same value and options (encoded once, not once per observer).
+struct RecordBatch {
+    var priors: [(String, [UInt8])] = []
+    var posts: [(String, [UInt8])] = []
+    private var tails: [TailKey: [UInt8]] = [:]
+    /// Off for a single registration: nothing to share, and the lookup would cost.
+    let sharesTails: Bool
+    /// The transaction that made the change (section 15): every record of it carries it.
+    let tx: String?
+
+    init(sharesTails: Bool, tx: String?) {
+        self.sharesTails = sharesTails
+        self.tx = tx
+    }
+
+    /// The records of `registration` for a change from `old` to `new` made by `by` (none for
+    /// the observer's own echo, with `skipOwn`). `ownTail`: its old value is its own (a
+    /// throttled registration's, folded changes included), so its tail is not shared.
+    /// `folded`: it holds changes folded from earlier writes, so it names no transaction.
+    mutating func add(
+        _ registration: Registration, old: JSON, new: JSON, revision: Int, toMany: ToManyChange?, by: String?,
+        ownTail: Bool = false, folded: Bool = false
+    ) {
+        if let own = registration.skipsClient, own == by { return }  // skipOwn: not its own echo
+        var record = ChangeRecord(revision: revision)
+        record.by = by
+        record.tx = folded ? nil : tx
+        var recordOld: JSON? = old
+        var recordNew: JSON? = new
+        if let toMany, registration.location == toMany.location, registration.keyPath.keys != nil {
+            record.kind = toMany.mutation.kind.rawValue
+            record.indexes = toMany.mutation.indexes
+            recordOld = toMany.mutation.kind == .insertion ? .none : .array(toMany.mutation.affected(in: toMany.before))
+            recordNew = toMany.mutation.kind == .removal ? .none : .array(toMany.mutation.affected(in: toMany.after))
+        }
+        if registration.options.contains(.prior) {
+            var prior = record
+            prior.flag = .prior
+            prior.old = registration.options.contains(.old) ? recordOld : nil
+            priors.append((registration.observerID, encode(registration, prior, shared: !ownTail)))
+        }
+        record.old = registration.options.contains(.old) ? recordOld : nil
+        record.new = registration.options.contains(.new) ? recordNew : nil
+        posts.append((registration.observerID, encode(registration, record, shared: !ownTail)))
+    }
+
+    private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> [UInt8] {
+        guard sharesTails, shared else { return ChangeRecord.encode(registration, record: record) }
+        let key = TailKey(
+            objectID: registration.objectID, keyPath: registration.keyPath.description, kind: record.kind,
+            hasOld: record.old != nil, hasNew: record.new != nil, prior: record.flag == .prior)
+        if let tail = tails[key] { return ChangeRecord.encode(registration, tail: tail) }
+        let tail = record.encodedTail()
+        tails[key] = tail
+        return ChangeRecord.encode(registration, tail: tail)
+    }
+}
+
+/// What throttling decides for the registrations one change reaches (section 7.3).
+struct ThrottleWindows {
+    enum Decision {
+        /// A record now: from `old` (the value before the first change folded into it), by
+        /// `writer` (nil when its changes came from several); `merged`: it holds folded changes.
+        case send(old: JSON, writer: String?, merged: Bool)
+        /// Folded into the open window's record.
+        case fold
+        /// No record: the observer's own echo (`skipOwn`), or folded changes that cancelled out.
+        case none
+    }
+
+    /// Registrations whose throttle state changed.
+    var touched: [String] = []
+    /// Windows holding folded changes, by when they end.
+    var folding: [(id: String, end: Timestamp)] = []
+    /// Registrations whose folded changes went out (or cancelled out) now: no flush is due.
+    var settled: [String] = []
+
+    /// A change from `old` to `new` at `now`. Inside an open window it is folded. Otherwise
+    /// it goes out at once, together with what the ended window folded (its flush may not
+    /// have been applied yet), and opens a new window; the observer's own echo opens none.
+    mutating func decide(
+        _ registration: inout Registration, old: JSON, new: JSON, revision: Int, by: String?, at now: Timestamp
+    ) -> Decision {
+        touched.append(registration.id)
+        if let end = registration.windowEnd, now < end {
+            if var folded = registration.folded {
+                folded.revision = revision
+                if folded.by != by { folded.by = nil }
+                registration.folded = folded
+            } else {
+                registration.folded = FoldedChange(old: old, revision: revision, by: by)
+            }
+            folding.append((registration.id, end))
+            return .fold
+        }
+        let folded = registration.folded
+        if folded != nil {
+            registration.folded = nil
+            settled.append(registration.id)
+        }
+        let first = folded?.old ?? old
+        let writer = folded.map { $0.by == by ? by : nil } ?? by
+        registration.notifiedValue = new
+        let own = registration.skipsClient != nil && registration.skipsClient == writer
+        guard !own, folded == nil || first != new else {
+            registration.windowEnd = nil
+            return .none
+        }
+        registration.windowEnd = Timestamp(milliseconds: now.milliseconds + Int64(registration.throttle))
+        return .send(old: first, writer: writer, merged: folded != nil)
+    }
+}
+
+/// Registrations on the same object and key path, with the same fields asked for, share a record tail.
+private struct TailKey: Hashable {
+    let objectID: String
+    let keyPath: String
+    let kind: String
+    let hasOld: Bool
+    let hasNew: Bool
+    let prior: Bool
+}
