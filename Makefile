@@ -24,7 +24,7 @@ LOW        := chrt --idle 0
 # Black-box workers (pytest-xdist, a file per worker at a time: a file's module fixtures stay whole).
 BLACKBOX_WORKERS ?= 3
 
-.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence soak callgrind clean help
+.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -34,6 +34,7 @@ help:
 	@echo "make bench-queries - release build, then W5/W6 and memory of queries (BENCHMARKS.md, issue 35)"
 	@echo "make bench-scoped - release build, then W1 and W2 with scoped tokens against the admin token (issue 36)"
 	@echo "make bench-presence - release build, then joins/leaves of a 1,000-watcher room against W2 (issue 37)"
+	@echo "make bench-webhooks - release build, then W8: 100 delivering observers against SSE, and beside a dead URL (issue 45)"
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
 	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
 	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
@@ -191,7 +192,7 @@ PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port}
 test-bench-smoke: deps-bench deps-cluster build-tests $(if $(ALL_DEPS),| test-swift)
 	@$(call test_phase,bench-smoke) env -u MAKEFLAGS python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
-bench: deps-bench release bench-peers bench-cluster bench-queries bench-scoped bench-presence
+bench: deps-bench release bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
 	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)" --extra build/bench-posting.md \
@@ -208,6 +209,12 @@ build/obsclient: bench/obsclient.c
 bench-queries: deps-bench release build/obsclient
 	python3 bench/queries.py --binary .build/release/obs-server --client build/obsclient \
 	  --out build/bench-queries.md --into BENCHMARKS.md
+
+## Deliveries to URLs (issue 45; bench/webhooks.py): W8, 100 delivering observers against 100 SSE observers
+## of the same keys in the same run, at maxBatch 1 and 100, and the latency of the others beside a dead URL.
+## Puts its section "Deliveries to URLs, W8 (issue 45)" into BENCHMARKS.md. About 2 minutes.
+bench-webhooks: deps-bench release
+	python3 bench/webhooks.py --binary .build/release/obs-server --out build/bench-webhooks.md --into BENCHMARKS.md
 
 ## Scoped access (issue 36; bench/scoped.py): W1 with a scoped token against the admin token, and W2
 ## with every observer made by a scoped token against admin-made ones, alternating in one run. Puts

@@ -39,6 +39,11 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
@@ -50,6 +55,7 @@ let package = Package(
         .executableTarget(
             name: "ObsServer",
             dependencies: [
+                "CCurl",
                 "CLinux",
                 "CMicroHTTPD",
                 "CLibPQ",

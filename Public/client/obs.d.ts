@@ -95,6 +95,8 @@ export interface ObserverOptions {
   client?: string | true;
   /** Patches applied in the revision that removes the observer (at most 16; contract 14). */
   onRemove?: OnRemovePatch[];
+  /** Push its events to a URL the server's --webhook-hosts allows, instead of streaming them (contract 16). */
+  deliver?: { url: string; secret?: string; maxBatch?: number; timeout?: number };
 }
 
 

@@ -8,6 +8,12 @@ struct CommandGenerator {
     private var random: SeededGenerator
     private var time: Int64 = 1_800_000_000_000
     private var serial = 0
+    /// Counts the keepalive slot's draws (every fourth is an acknowledgement).
+    private var slot = 0
+    /// Observers made so far; every sixteenth (from the third) delivers to a URL (section 16).
+    private var made = 0
+    /// The observers made with `deliver` (section 16), in creation order.
+    private var delivering: [String] = []
     private(set) var people: [String] = []
     private(set) var teams: [String] = []
     private(set) var plain: [String] = []
@@ -106,7 +112,14 @@ struct CommandGenerator {
             let doomed = observer()
             if chance(0.8) { observers.removeAll { $0 == doomed } }
             return stamp(.deleteObserver(observer: doomed))
-        case 50..<52: return stamp(.keepalive(observer: observer()))
+        case 50..<52:
+            // Every fourth keepalive's draws make section 16's acknowledgement instead (of a delivering
+            // observer, or refused: no such event): the same draws, so the other kinds' sequence stays.
+            let keepalive = stamp(.keepalive(observer: observer()))
+            slot += 1
+            guard slot % 4 == 0, !delivering.isEmpty else { return keepalive }
+            let target = delivering[slot / 4 % delivering.count]
+            return Command(time: keepalive.time, .acknowledge(observer: target, through: slot / 4 % 2), as: .server)
         case 52..<62: return stamp(observe())
         case 62..<66: return stamp(unobserve())
         case 66..<69: return stamp(subscribe())
@@ -245,11 +258,21 @@ struct CommandGenerator {
         serial += 1
         let id = "obs_\(serial)"
         observers.append(id)
+        made += 1
+        let delivers = made % 16 == 3
+        if delivers { delivering.append(id) }
+        // The same draws whether or not it delivers (the other kinds' sequence stays); a delivering one is valid.
+        let name: String? = chance(0.1) ? "bad name" : nil
+        let lease = chance(0.15) ? pick(1..<4) : pick(600..<3600)
+        let retain = chance(0.4)
+        let replay = chance(0.1) ? 0 : pick(1..<50)
+        let client: String? = chance(0.5) ? "tab0" : nil
+        let onRemove: JSON? = chance(0.15) ? [["object": .string(person()), "values": ["nick": .string(word())]]] : nil
         return .createObserver(
-            id: id, tokenHash: "hash\(serial)", name: chance(0.1) ? "bad name" : nil,
-            lease: chance(0.15) ? pick(1..<4) : pick(600..<3600),
-            retainObserved: chance(0.4), replay: chance(0.1) ? 0 : pick(1..<50), client: chance(0.5) ? "tab0" : nil,
-            onRemove: chance(0.15) ? [["object": .string(person()), "values": ["nick": .string(word())]]] : nil)
+            id: id, tokenHash: "hash\(serial)", name: delivers ? nil : name, lease: lease, retainObserved: retain,
+            replay: delivers ? max(replay, 8) : replay, client: client, onRemove: delivers ? nil : onRemove,
+            deliver: delivers
+                ? ["url": "http://127.0.0.1:9/h", "secret": "whsec_x", "maxBatch": .int(1 + serial % 3)] : nil)
     }
 
     private mutating func observe() -> Command.Action {

@@ -76,6 +76,7 @@ struct DeterminismTests {
         "createObserver", "deleteObserver", "keepalive", "observe", "unobserve", "subscribe", "unsubscribe", "post",
         "expireLeases", "deliverQueued", "flushThrottled", "openStream", "closeStream", "restart", "nodeDown",
         "query", "unquery", "createToken", "changeToken", "revokeToken", "expireTokens", "transaction",
+        "acknowledge",
     ]
 
     /// Runs `obs-server --replay file` in its own process; `hashing` deterministic or random seeds.

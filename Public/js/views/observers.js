@@ -1,5 +1,7 @@
 // The observers table: name (and the scoped token that made it), streams, lease countdown,
-// registrations and the objects it owns (contract 14), last event id, backlog, dropped; each row can open the observer's own stream or delete it. Rows are
+// registrations and the objects it owns (contract 14), last event id, backlog, dropped; a delivering observer (contract 16)
+// shows its URL, state, attempts and last error under its name, and its unacknowledged events as its backlog;
+// each row can open the observer's own stream or delete it. Rows are
 // kept and their cells updated in place, so the figures refreshed every second never
 // take the keyboard focus away from a row's buttons.
 
@@ -61,6 +63,7 @@ export class ObserversView {
       backlog: el("td", { class: "mono", "data-label": "backlog" }),
       dropped: el("td", { class: "mono", "data-label": "dropped" }),
       owns: el("div", { class: "hint owns" }),
+      delivery: el("div", { class: "hint delivery" }),
     };
     // The token that made it never changes (contract 13): its name is looked up once.
     const token = observer.tokenId ? this.model.tokens.get(observer.tokenId) : null;
@@ -68,7 +71,7 @@ export class ObserversView {
       el("td", { class: "who" }, el("strong", { title: label }, label), el("div", { class: "mono hint", title: observer.id }, observer.id),
         observer.tokenId ? el("div", { class: "hint token-of" }, "token ",
           el("span", { class: "mono" }, token?.name ? `${token.name} (${observer.tokenId})` : observer.tokenId)) : null,
-        cells.owns),
+        cells.delivery, cells.owns),
       cells.streams, cells.lease, cells.registrations, cells.lastEventId, cells.backlog, cells.dropped,
       el("td", { class: "actions" },
         el("button", { type: "button", class: "secondary", "aria-label": `Watch the stream of ${label}`, onclick: () => this.onWatch(observer.id) }, "Watch"),
@@ -83,7 +86,8 @@ export class ObserversView {
     const { cells } = entry;
     setText(cells.streams, observer.streams ? `● ${observer.streams}` : "0");
     setText(cells.lastEventId, String(observer.lastEventId ?? 0));
-    setText(cells.backlog, String(observer.backlog ?? 0));
+    setText(cells.backlog, String((observer.delivery ? observer.delivery.backlog : observer.backlog) ?? 0));
+    this.showDelivery(entry);
     setText(cells.dropped, String(observer.dropped ?? 0));
     this.showLease(entry);
     this.showOwned(entry, objects);
@@ -114,8 +118,23 @@ export class ObserversView {
       : []));
   }
 
-  /** Lease: "held" while a stream is connected, else a countdown to `expiresAt`. */
+  /** Where a delivering observer pushes (contract 16), and how it goes: state, attempts, the last error. */
+  showDelivery({ cells, observer }) {
+    const d = observer.delivery;
+    const text = d
+      ? `delivers to ${d.url} · ${d.state ?? "idle"}${d.attempts ? ` (${d.attempts} attempts)` : ""} · acknowledged ${d.acknowledged}${d.lastError ? ` · ${d.lastError}` : ""}`
+      : "";
+    setText(cells.delivery, text);
+    cells.delivery.dataset.state = d ? d.state ?? "idle" : "";
+    if (d) cells.delivery.title = d.url;
+  }
+
+  /** Lease: "held" while a stream is connected, none for a delivering observer, else a countdown to `expiresAt`. */
   showLease({ cells, observer }) {
+    if (observer.delivery) {
+      setText(cells.lease, "none");
+      return;
+    }
     if (observer.streams > 0 || !observer.expiresAt) {
       setText(cells.lease, "held");
       return;

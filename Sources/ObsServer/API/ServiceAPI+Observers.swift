@@ -4,9 +4,10 @@ extension ServiceAPI {
     func registerObservers(in router: inout RouterBuilder) {
         router.on(.post, "/v1/observers") { request, parameters in
             let body = try jsonBody(
-                request, allowed: ["name", "lease", "retainObserved", "replay", "client", "onRemove"])
+                request, allowed: ["name", "lease", "retainObserved", "replay", "client", "onRemove", "deliver"])
             let defaults = ObserverSettings()
             let token = Command.newToken()
+            let deliver = try deliveryRequest(body["deliver"])
             return try execute(
                 request, parameters.caller,
                 .createObserver(
@@ -14,14 +15,15 @@ extension ServiceAPI {
                     lease: try body.int("lease") ?? defaults.lease,
                     retainObserved: try body.bool("retainObserved") ?? defaults.retainObserved,
                     replay: try body.int("replay") ?? defaults.replay, client: try body.string("client"),
-                    onRemove: body["onRemove"]),
-                // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer).
-                answerMembers: ["token": .string(token)])
+                    onRemove: body["onRemove"], deliver: deliver),
+                // Shown once, here: the state keeps its hash only (and, under an idempotency key, this answer);
+                // the webhook secret (section 16) likewise.
+                answerMembers: (["token": .string(token)] as JSONObject).adding("deliver", deliver))
         }
         router.on(.get, "/v1/observers") { _, parameters in
             // A scoped token lists the observers it made (section 13).
             let observers: [JSON] = try store(parameters).observers().map {
-                .object($0.summaryJSON)
+                .object(withLiveDelivery($0.summaryJSON, of: $0.id))
             }
             return .json(["observers": .array(observers)])
         }
@@ -32,7 +34,7 @@ extension ServiceAPI {
             members["subscriptions"] = .array(observer.subscriptionList.map { .object($0.json) })
             members["queries"] = .array(observer.queryList.map { .object($0.json) })
             members["onRemove"] = .array(observer.onRemove)
-            return .json(.object(members))
+            return .json(.object(withLiveDelivery(members, of: observer.id)))
         }
         router.on(.delete, "/v1/observers/{id}") { request, parameters in
             try execute(request, parameters.caller, .deleteObserver(observer: parameters["id"]))

@@ -76,6 +76,7 @@ extension ServiceAPI {
             "1 while writes are accepted; 0 while the data directory or the cluster's database refuses them (503).",
             replica.isWritable ? "1" : "0")
         for (name, type, help, value) in replica.metrics { metric(name, type, help, value) }
+        webhookMetrics(into: &text)
         metrics.render(into: &text)
         return HTTPResponse(
             status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))

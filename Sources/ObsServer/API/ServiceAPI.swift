@@ -12,6 +12,9 @@ struct ServiceAPI: Sendable {
     let metrics: RequestMetrics
     /// The longest JSON string a request body may hold (`--max-string-bytes`).
     let maxStringBytes: Int
+    /// Deliveries to URLs (section 16), and where they may go (`--webhook-hosts`).
+    let webhooks: WebhookDeliverer
+    let webhookHosts: WebhookHosts
 
     /// The state, for what the server itself reads (figures, logs, deadlines).
     var store: Store { replica.store }

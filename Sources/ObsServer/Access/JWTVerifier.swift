@@ -223,12 +223,18 @@ final class JWTVerifier: Sendable {
     }
 
     private func verifyHMAC(_ signature: [UInt8], over message: ArraySlice<UInt8>) -> Bool {
-        guard signature.count == 32 else { return false }
+        guard signature.count == 32, let mac = Self.hmacSHA256(key: secret, message: message) else { return false }
+        return CRYPTO_memcmp(mac, signature, 32) == 0
+    }
+
+    /// HMAC-SHA256 of `message` keyed with `key` (32 bytes; nil if libcrypto fails). Shared with
+    /// the webhooks' signatures (section 16), so this stays the one type that sees libcrypto.
+    static func hmacSHA256(key: [UInt8], message: ArraySlice<UInt8>) -> [UInt8]? {
         var mac = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         // HMAC needs a key pointer even when the key is empty: lend it `mac`'s, with length 0.
         let computed = mac.withUnsafeMutableBufferPointer { out in
-            secret.withUnsafeBufferPointer { key in
+            key.withUnsafeBufferPointer { key in
                 message.withUnsafeBufferPointer { data in
                     HMAC(
                         EVP_sha256(), key.baseAddress ?? UnsafePointer(out.baseAddress), Int32(key.count),
@@ -236,8 +242,7 @@ final class JWTVerifier: Sendable {
                 }
             }
         }
-        guard computed, length == 32 else { return false }
-        return CRYPTO_memcmp(mac, signature, 32) == 0
+        return computed && length == 32 ? mac : nil
     }
 
     private func verifyWithKey(_ signature: [UInt8], over message: ArraySlice<UInt8>, digest: OpaquePointer?) -> Bool {

@@ -54,6 +54,8 @@ struct ObsServerCommand: ParsableCommand {
     var jwtSecret: String?
     @Option(help: "Accept JWTs signed with this PEM public key (RSA: RS256, P-256: ES256, Ed25519: EdDSA).")
     var jwtPublicKey: String?
+    @Option(help: "Hosts delivering observers may push to: host or host:port patterns, * any run (section 16).")
+    var webhookHosts: String?
     @Option(help: "Most open event streams, the admin stream included.") var maxStreams: Int?
     @Option(help: "Bytes of events each observer's replay buffer keeps (default 4 MiB).") var maxReplayBytes: Int?
     @Option(help: "Bytes of events the admin stream's buffer keeps (default 64 MiB).") var maxAdminReplayBytes: Int?
@@ -156,6 +158,7 @@ struct ObsServerCommand: ParsableCommand {
         config.token = try pick(token, "token")
         config.jwtSecret = try pick(jwtSecret, "jwt-secret")
         config.jwtPublicKey = try pick(jwtPublicKey, "jwt-public-key")
+        if let hosts = try pick(webhookHosts, "webhook-hosts") { config.webhookHosts = hosts }
         if let origins = try pick(corsOrigins, "cors-origins") {
             config.corsOrigins = origins.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         }

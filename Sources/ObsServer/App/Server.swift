@@ -18,6 +18,8 @@ final class Server: Sendable {
     private let dataDirectory: DataDirectory?
     /// The open streams and waiting polls.
     private let hub: StreamHub
+    /// Deliveries to URLs (section 16).
+    private let webhooks: WebhookDeliverer
 
     var store: Store { replica.store }
 
@@ -27,6 +29,8 @@ final class Server: Sendable {
         let hub = StreamHub()
         let replica: any Replica
         let timer: ServiceTimer
+        let webhooks: WebhookDeliverer
+        let webhookHosts = try config.webhookHosts.map { list throws(ConfigError) in try WebhookHosts(list) } ?? .none
         if let url = config.cluster {
             let store = Store(limits: config.limits, renderer: .http)
             let node = ClusterNode(
@@ -37,6 +41,11 @@ final class Server: Sendable {
             replica = ClusterReplica(store: store, node: node, hub: hub, maxStreams: config.maxStreams)
             timer = Self.keeperTimer(node, store: store, hub: hub, config: config)
             node.on(.init(cutOff: { hub.closeAll() }, keeper: { timer.reschedule() }))
+            // The keeper delivers: one node at a time (CLUSTER.md); a takeover starts from the acknowledged cursor.
+            webhooks = WebhookDeliverer(
+                store: store, hosts: webhookHosts,
+                issue: { action in node.submit(Command(time: .now(), action, as: .server)) { _ in } },
+                active: { node.isKeeper })
             dataDirectory = nil
         } else {
             if let path = config.dataDir {
@@ -50,18 +59,28 @@ final class Server: Sendable {
             timer = ServiceTimer(
                 store: replica.store, hub: hub, heartbeatInterval: config.heartbeatInterval,
                 idleQuiet: config.idleQuiet, lastRequest: { counters.lastRequest })
+            webhooks = WebhookDeliverer(
+                store: replica.store, hosts: webhookHosts,
+                issue: { [store = replica.store] action in _ = try? store.as(.server).issue(action) })
         }
-        replica.store.onTimerChange { timer.reschedule() }
+        // A delivering observer made (its command tells the timer) or removed with its token: look again.
+        replica.store.onTimerChange {
+            timer.reschedule()
+            webhooks.refresh()
+        }
         replica.store.deferDeliveries(AnswerFirst.deferDeliveries)
         hub.polls.onEarlierDeadline { timer.reschedule() }
         hub.onEarlierExpiry { timer.reschedule() }
-        replica.store.onTokensEnded { hub.revoke($0) }
+        replica.store.onTokensEnded {
+            hub.revoke($0)
+            webhooks.refresh()
+        }
 
         var builder = RouterBuilder()
         let metrics = RequestMetrics()
         ServiceAPI(
             replica: replica, counters: counters, hub: hub, metrics: metrics,
-            maxStringBytes: config.effectiveMaxStringBytes
+            maxStringBytes: config.effectiveMaxStringBytes, webhooks: webhooks, webhookHosts: webhookHosts
         )
         .register(in: &builder)
         let staticFiles = StaticFiles(root: config.publicDir)
@@ -93,6 +112,7 @@ final class Server: Sendable {
         self.router = router
         self.timer = timer
         self.hub = hub
+        self.webhooks = webhooks
     }
 
     /// A cluster node's timer: the keeper decides leases and queues for the cluster, through
@@ -120,6 +140,7 @@ final class Server: Sendable {
         try replica.start()
         let port = try daemon.start()
         timer.start()
+        webhooks.start()
         return port
     }
 
@@ -129,6 +150,7 @@ final class Server: Sendable {
         hub.polls.stop()
         daemon.stop()
         timer.stop()
+        webhooks.stop()  // before the replica: its last acknowledgements are written with the rest
         replica.stop()
     }
 

@@ -44,6 +44,8 @@ struct ServerConfig: Sendable {
     var jwtSecret: String?
     /// `--jwt-public-key`: a PEM file; JWTs signed with its key (RS256, ES256 or EdDSA) are.
     var jwtPublicKey: String?
+    /// `--webhook-hosts`: where delivering observers may push (section 16); nil: nowhere.
+    var webhookHosts: String?
     /// Bytes of events an observer's replay buffer keeps (section 7.1).
     var maxReplayBytes = 4 << 20
     /// Bytes of events the admin stream's buffer keeps (section 7.1).
@@ -133,6 +135,7 @@ struct ServerConfig: Sendable {
         }
         // HS256 with a short secret can be searched offline from one token (RFC 7518 3.2: at least 256 bits).
         if let jwtSecret, jwtSecret.utf8.count < 32 { throw ConfigError("--jwt-secret must be at least 32 bytes") }
+        if let webhookHosts { _ = try WebhookHosts(webhookHosts) }
         for (name, value) in [
             ("max-body-bytes", maxBodyBytes), ("max-string-bytes", effectiveMaxStringBytes),
             ("max-objects", maxObjects), ("max-observers", maxObservers),

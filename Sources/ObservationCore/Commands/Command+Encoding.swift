@@ -126,7 +126,8 @@ extension Command.Action {
             field("expect", transaction.expect.isEmpty ? nil : .array(transaction.expect.map(\.json)))
             field("operations", .array(transaction.operations.map { .object($0.encodedFields) }))
         case .createObserver(
-            let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client, let onRemove):
+            let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client, let onRemove,
+            let deliver):
             field("id", .string(id))
             field("tokenHash", .string(tokenHash))
             field("name", name.map(JSON.string))
@@ -135,6 +136,7 @@ extension Command.Action {
             field("replay", .int(replay))
             field("client", client.map(JSON.string))
             field("onRemove", onRemove)
+            field("deliver", deliver)
         case .deleteObserver(let observer), .keepalive(let observer), .progress(let observer):
             field("observer", .string(observer))
         case .observe(
@@ -198,6 +200,9 @@ extension Command.Action {
             field("holder", holder.map(JSON.string))
         case .nodeDown(let holder):
             field("holder", .string(holder))
+        case .acknowledge(let observer, let through):
+            field("observer", .string(observer))
+            field("through", .int(through))
         }
     }
 
@@ -233,7 +238,8 @@ extension Command.Action {
                 id: try fields.string("id"), tokenHash: try fields.string("tokenHash"),
                 name: try fields.optionalString("name"), lease: try fields.int("lease"),
                 retainObserved: try fields.bool("retainObserved"), replay: try fields.int("replay"),
-                client: try fields.optionalString("client"), onRemove: fields.optionalJSON("onRemove"))
+                client: try fields.optionalString("client"), onRemove: fields.optionalJSON("onRemove"),
+                deliver: fields.optionalJSON("deliver"))
         case "deleteObserver": self = .deleteObserver(observer: try fields.string("observer"))
         case "keepalive": self = .keepalive(observer: try fields.string("observer"))
         case "progress": self = .progress(observer: try fields.string("observer"))
@@ -287,6 +293,8 @@ extension Command.Action {
                 observer: try fields.optionalString("observer"), holder: try fields.optionalString("holder"))
         case "restart": self = .restart
         case "nodeDown": self = .nodeDown(holder: try fields.string("holder"))
+        case "acknowledge":
+            self = .acknowledge(observer: try fields.string("observer"), through: try fields.int("through"))
         default: throw CommandDecodingError(description: "unknown command '\(kind)'")
         }
     }

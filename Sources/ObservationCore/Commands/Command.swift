@@ -58,9 +58,10 @@ public struct Command: Sendable, Equatable {
         /// `tokenHash`: the SHA-256 of the token the client is given (the state never holds tokens).
         /// `client`: the client name whose own changes its `skipOwn` registrations skip (section 7.3).
         /// `onRemove`: patches `[{"object", "values"}]` applied when it is removed (section 14).
+        /// `deliver`: `{"url", "secret", "maxBatch", "timeout"}`, its events pushed there (section 16).
         indirect case createObserver(
             id: String, tokenHash: String, name: String?, lease: Int, retainObserved: Bool, replay: Int,
-            client: String? = nil, onRemove: JSON? = nil)
+            client: String? = nil, onRemove: JSON? = nil, deliver: JSON? = nil)
         case deleteObserver(observer: String)
         case keepalive(observer: String)
         /// A delivery barrier (section 7.2): each of the observer's streams gets one `progress`
@@ -110,6 +111,8 @@ public struct Command: Sendable, Equatable {
         case restart
         /// A cluster node (incarnation) is gone: the streams it held close, their leases restart.
         case nodeDown(holder: String)
+        /// Section 16: a delivering observer's receiver acknowledged its events up to `through`.
+        case acknowledge(observer: String, through: Int)
     }
 }
 
@@ -160,6 +163,7 @@ extension Command.Action {
         case .changeToken: "changeToken"
         case .revokeToken: "revokeToken"
         case .expireTokens: "expireTokens"
+        case .acknowledge: "acknowledge"
         }
     }
 
@@ -182,7 +186,7 @@ extension Command.Action {
     public var isBackground: Bool {
         switch self {
         case .expireTokens, .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart,
-            .nodeDown:
+            .nodeDown, .acknowledge:
             true
         default: false
         }
@@ -193,7 +197,7 @@ extension Command.Action {
     public var isClientWrite: Bool {
         switch self {
         case .keepalive, .progress, .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart,
-            .nodeDown, .expireTokens:
+            .nodeDown, .expireTokens, .acknowledge:
             false
         default: true
         }

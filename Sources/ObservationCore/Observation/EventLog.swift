@@ -35,14 +35,14 @@ public final class EventLog: Sendable {
         }
     }
 
-    private struct Attached: Sendable {
+    struct Attached: Sendable {
         let token: Int
         /// The last id the stream has been handed.
         var cursor: Int
         let reader: Reader
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         var events = EventRing()
         var bufferedBytes = 0
         var lastID = 0
@@ -100,7 +100,8 @@ public final class EventLog: Sendable {
         }
     }
 
-    private let state: Locked<State>
+    /// Internal for `EventLog+Checkpoint` only: everything else goes through the methods here.
+    let state: Locked<State>
     /// Whose log this is: an observer's id, or `admin`.
     public let label: String
 

@@ -16,6 +16,10 @@ struct ObserverRecord: Sendable {
     }
     /// Patches applied when it is removed (section 14's `onRemove`), in order.
     var onRemove: [RemovalPatch] = []
+    /// Where its events are pushed (section 16); nil: it is read by streams and polls.
+    var delivery: DeliveryTarget? = nil
+    /// The last event its receiver acknowledged (section 16).
+    var acknowledged = 0
     /// What its registrations may read: `access`'s filter, made once.
     private(set) var reader: ReadFilter?
     let createdAt: Timestamp
@@ -63,6 +67,9 @@ public struct ObserverSnapshot: Sendable {
     public var tokenID: String? = nil
     /// Its `onRemove` patches (section 14), as `{"object", "values"}`.
     public var onRemove: [JSON] = []
+    /// Where its events are pushed (section 16), and the last event acknowledged there.
+    public var delivery: DeliveryTarget? = nil
+    public var acknowledged = 0
     /// The registrations, in creation order (only filled for a single observer).
     public let registrations: [RegistrationSnapshot]
     /// The subscriptions, in creation order (only filled for a single observer).
@@ -79,6 +86,8 @@ public struct ObserverSettings: Sendable {
     public var replay: Int
     /// Its writers' name (`Obs-Client`): `skipOwn` registrations skip the records it caused.
     public var client: String?
+    /// `{"url", "secret", "maxBatch", "timeout"}`: a delivering observer (section 16).
+    public var deliver: JSON? = nil
 
     public init(
         name: String? = nil, lease: Int = 60, retainObserved: Bool = false, replay: Int = 1024, client: String? = nil

@@ -14,6 +14,8 @@ struct ObserverTable: Sendable {
     private(set) var streams = 0
     /// Admin streams per cluster node (observers' streams are counted in their records).
     private var adminHolders: [String: Int] = [:]
+    /// The observers that deliver to a URL (section 16): the deliverer reads these, not every observer.
+    private(set) var delivering: Set<String> = []
 
     var count: Int { observers.count }
 
@@ -48,8 +50,11 @@ struct ObserverTable: Sendable {
     /// Adds an observer without a stream; its lease runs from `time`.
     mutating func insert(_ record: ObserverRecord, at time: Timestamp) {
         var record = record
-        record.expiresAt = Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
+        // A delivering observer has no lease (section 16).
+        record.expiresAt =
+            record.delivery != nil ? nil : Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
         observers[record.id] = record
+        if record.delivery != nil { delivering.insert(record.id) }
         byTokenHash[record.tokenHash] = record.id
         if let tokenID = record.access?.tokenID { byAccessToken[tokenID, default: []].insert(record.id) }
         if let deadline = record.expiresAt { leases.schedule(record.id, at: deadline.milliseconds) }
@@ -60,6 +65,7 @@ struct ObserverTable: Sendable {
     @discardableResult
     mutating func remove(_ id: String) -> ObserverRecord? {
         guard let record = observers.removeValue(forKey: id) else { return nil }
+        delivering.remove(id)
         streams = max(0, streams - record.holders.values.reduce(0, +))
         byTokenHash[record.tokenHash] = nil
         if let tokenID = record.access?.tokenID {
@@ -87,7 +93,7 @@ struct ObserverTable: Sendable {
         var due: [String] = []
         while let next = leases.first, next.deadline <= time.milliseconds {
             _ = leases.popFirst()
-            due.append(next.id)
+            if observers[next.id]?.delivery == nil { due.append(next.id) }  // no lease (section 16)
         }
         return due
     }
@@ -211,13 +217,15 @@ struct ObserverTable: Sendable {
         streams = 0
         adminHolders = [:]
         for id in ids {
-            let deadline: Int64? = observers.inPlace(id) { record in
-                record.streams = 0
-                record.holders = [:]
-                let deadline = time.milliseconds + Int64(record.lease) * 1000
-                record.expiresAt = Timestamp(milliseconds: deadline)
-                return deadline
-            }
+            let deadline: Int64? =
+                observers.inPlace(id) { record -> Int64? in
+                    record.streams = 0
+                    record.holders = [:]
+                    guard record.delivery == nil else { return nil }  // no lease (section 16)
+                    let deadline = time.milliseconds + Int64(record.lease) * 1000
+                    record.expiresAt = Timestamp(milliseconds: deadline)
+                    return deadline
+                } ?? nil
             if let deadline { leases.schedule(id, at: deadline) }
         }
     }

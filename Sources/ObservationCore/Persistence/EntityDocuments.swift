@@ -16,7 +16,7 @@ extension JournalBatch.Entity {
                 members.adding("owner", object.owner.map(JSON.string))
                     .adding("ownerToken", object.ownerToken.map(JSON.string)))
         case .observer(let observer):
-            return [
+            let members: JSONObject = [
                 "name": .string(observer.name), "tokenHash": .string(observer.tokenHash), "lease": .int(observer.lease),
                 "retainObserved": .bool(observer.retainObserved), "replay": .int(observer.log.capacity),
                 "client": observer.client.map(JSON.string) ?? .null,
@@ -27,6 +27,10 @@ extension JournalBatch.Entity {
                 "holders": .object(
                     JSONObject(observer.holders.sorted { $0.key < $1.key }.map { ($0.key, JSON.int($0.value)) })),
             ]
+            // Section 16, written only for a delivering observer (older documents have neither).
+            return .object(
+                members.adding("deliver", observer.delivery?.json)
+                    .adding("acknowledged", observer.delivery == nil ? nil : .int(observer.acknowledged)))
         case .registration(let registration):
             return [
                 "observer": .string(registration.observerID), "object": .string(registration.objectID),
@@ -75,8 +79,18 @@ extension JournalBatch.Entity {
                 "ended": .string(ended.reason), "secretHash": ended.secretHash.map(JSON.string) ?? .null,
                 "forgetAt": .int(Int(forgetAt)),
             ]
-        case .lastEventID(let lastID):
-            return ["lastEventId": .int(lastID)]
+        case .lastEventID(let lastID, let pending):
+            guard !pending.isEmpty else { return ["lastEventId": .int(lastID)] }
+            return [
+                "lastEventId": .int(lastID),
+                "pending": .array(
+                    pending.map { event in
+                        [
+                            "id": .int(event.id), "event": .string(event.name), "revision": .int(event.revision),
+                            "data": .string(String(decoding: event.data, as: UTF8.self)),
+                        ]
+                    }),
+            ]
         case .idempotency(let entry):
             let answer = entry.answer
             return [

@@ -67,7 +67,8 @@ public struct JournalBatch: Sendable {
         case observer(ObserverRecord)
         case registration(Registration)
         case subscription(Subscription)
-        case lastEventID(Int)
+        /// With a delivering observer's unacknowledged events (section 16).
+        case lastEventID(Int, pending: [Event] = [])
         case queue(NotificationQueue)
         case idempotency(IdempotencyTable.Entry)
         case query(QueryRegistration, definition: JSONObject)

@@ -53,7 +53,10 @@ extension StoreState {
         case .observer: observers[id].map { .observer($0) }
         case .registration: registrations[id].map { .registration($0) }
         case .subscription: center[id].map { .subscription($0) }
-        case .lastEventID: observers[id].map { .lastEventID($0.lastEventID) }
+        case .lastEventID:
+            observers[id].map {
+                .lastEventID($0.lastEventID, pending: $0.delivery == nil ? [] : $0.log.held(after: $0.acknowledged))
+            }
         case .queue: .queue(center.queue)
         case .idempotency: idempotency.entries[id].map { .idempotency($0) }
         case .query: queries[id].map { .query($0, definition: queries.shape(of: $0).definition.json) }
@@ -187,6 +190,14 @@ extension StoreState {
             record.access = access
         }
         record.onRemove = try Self.removalPatches(document)
+        if let deliver = document.members["deliver"] {
+            do {
+                record.delivery = try DeliveryTarget(json: deliver)
+            } catch {
+                throw document.failure("an unreadable deliver: \(error.message)")
+            }
+            record.acknowledged = try document.int("acknowledged")
+        }
         observers.insert(record, at: time)
     }
 
@@ -223,7 +234,12 @@ extension StoreState {
     private mutating func restoreLastEventID(_ document: StoredDocument) throws(PersistenceError) {
         let id = document.row.id
         guard observers[id] != nil else { throw document.failure("its observer \(id) is not stored") }
-        observers.continueEvents(of: id, after: try document.int("lastEventId"))
+        let lastID = try document.int("lastEventId")
+        // A delivering observer's unacknowledged events, when the checkpoint has every one up to its last id.
+        if let pending = try Self.pendingEvents(document), pending.last?.id == lastID, let log = observers[id]?.log {
+            log.restore(pending)
+        }
+        observers.continueEvents(of: id, after: lastID)
     }
 
     private mutating func restoreRegistration(_ document: StoredDocument, sequence: Int) throws(PersistenceError) {

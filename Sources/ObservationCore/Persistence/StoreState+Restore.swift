@@ -1,4 +1,4 @@
-// MARK: - Restoring what sections 13 and 14 added: tokens, and observers' onRemove patches
+// MARK: - Restoring what sections 13, 14 and 16 added: tokens, onRemove patches, undelivered events
 
 extension StoreState {
     /// A stored token (live, or ended and kept for its 401's reason).
@@ -33,5 +33,19 @@ extension StoreState {
             restored.append(RemovalPatch(object: object, values: values))
         }
         return restored
+    }
+
+    /// A `lastEventId` document's `pending` events (section 16); nil when it has none.
+    static func pendingEvents(_ document: StoredDocument) throws(PersistenceError) -> [Event]? {
+        guard case .array(let items)? = document.members["pending"] else { return nil }
+        var events: [Event] = []
+        for item in items {
+            guard case .object(let members) = item, case .int(let id)? = members["id"],
+                case .string(let name)? = members["event"], case .int(let revision)? = members["revision"],
+                case .string(let data)? = members["data"]
+            else { throw document.failure("an unreadable pending event") }
+            events.append(Event(id: id, name: name, data: Array(data.utf8), revision: revision))
+        }
+        return events
     }
 }

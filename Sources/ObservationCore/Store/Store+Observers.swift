@@ -180,3 +180,10 @@ extension Store {
         return state.withLock { $0.observers.observerID(forTokenHash: hash) }
     }
 }
+
+extension Store {
+    /// Every delivering observer (section 16), in id order: the deliverer's view of the state.
+    public func deliveringObservers() -> [DeliveringObserver] {
+        state.withLock { $0.deliveringObservers }
+    }
+}

@@ -72,13 +72,18 @@ extension StoreState {
         case .transaction(let transaction):
             return .transaction(try applyTransaction(transaction, by: principal, access, at: time))
         case .createObserver(
-            let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client, let onRemove):
-            let settings = ObserverSettings(
+            let id, let tokenHash, let name, let lease, let retainObserved, let replay, let client, let onRemove,
+            let deliver):
+            var settings = ObserverSettings(
                 name: name, lease: lease, retainObserved: retainObserved, replay: replay, client: client)
+            settings.deliver = deliver
             return .observerCreated(
                 try createObserver(
                     id: id, tokenHash: tokenHash, settings: settings, by: principal, access: access, onRemove: onRemove,
                     at: time))
+        case .acknowledge(let observer, let through):
+            try acknowledge(observer, through: through)
+            return .done
         case .deleteObserver(let observer):
             return .removed(revision: try removeObserver(observer, reason: "deleted"))
         case .keepalive(let observer):

@@ -60,7 +60,7 @@ extension StoreState {
         case .transaction:
             break  // each operation is decided as its single request, on the state the ones before it left
         case .expireLeases, .deliverQueued, .flushThrottled, .openStream, .closeStream, .restart, .nodeDown,
-            .expireTokens:
+            .expireTokens, .acknowledge:
             break  // refused above: background changes are the server's
         }
         return access

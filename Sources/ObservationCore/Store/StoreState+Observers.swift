@@ -6,6 +6,7 @@ extension StoreState {
         onRemove: JSON?, at time: Timestamp
     ) throws(CoreError) -> ObserverSnapshot {
         let patches = try removalPatches(onRemove, by: principal, access: access)
+        let delivery = try deliveryTarget(settings.deliver, by: principal)
         if let name = settings.name { try Names.checkID(name, "observer name") }
         if let client = settings.client { try Names.checkID(client, "client name") }
         guard ObserverSettings.leaseRange.contains(settings.lease) else {
@@ -29,6 +30,7 @@ extension StoreState {
             lastEventID: 0)
         record.access = access
         record.onRemove = patches
+        record.delivery = delivery
         // A scoped token's writes carry its client (section 13); its observers skip that echo.
         if record.client == nil, let client = access?.client { record.client = client }
         observers.insert(record, at: time)
@@ -54,6 +56,8 @@ extension StoreState {
             queryList: withRegistrations ? queries.owned(by: id).map { querySnapshot($0) } : [])
         snapshot.tokenID = observer.access?.tokenID
         snapshot.onRemove = observer.onRemove.map(\.json)
+        snapshot.delivery = observer.delivery
+        snapshot.acknowledged = observer.acknowledged
         return snapshot
     }
 
@@ -132,6 +136,11 @@ extension StoreState {
     /// Counts a new event stream of `observerID` (nil: the admin stream); it holds the lease.
     /// A cluster node's stream (`holder`) is not counted against `maxStreams`: each node limits its own.
     mutating func openStream(of observerID: String?, holder: String?) throws(CoreError) -> EventLog {
+        if let observerID, observers[observerID]?.delivery != nil {
+            throw CoreError(
+                .conflict, "observer \(observerID) delivers its events to a URL: it cannot also open an event stream",
+                details: ["observer": .string(observerID)])
+        }
         let log = try observers.openStream(
             of: observerID, holder: holder, limit: holder == nil ? limits.maxStreams : .max)
         return log ?? adminLog
@@ -156,5 +165,15 @@ extension ObserverSnapshot {
             "replay": .int(replay), "createdAt": .string(createdAt.rfc3339),
         ]
         return members.adding("client", client.map(JSON.string)).adding("tokenId", tokenID.map(JSON.string))
+            .adding("delivery", deliverySummary)
+    }
+
+    /// A delivering observer's target without its secret, and the acknowledged cursor (section 16).
+    var deliverySummary: JSON? {
+        guard let delivery else { return nil }
+        return [
+            "url": .string(delivery.url), "maxBatch": .int(delivery.maxBatch), "timeout": .int(delivery.timeout),
+            "acknowledged": .int(acknowledged), "backlog": .int(max(0, lastEventID - acknowledged)),
+        ]
     }
 }

@@ -108,6 +108,7 @@ extension StoreState {
         let revision = nextRevision()
         emitAdmin(
             "tokenRevoked", ["token": .string(id), "reason": .string(reason), "revision": .int(revision)])
+        removeDeliveringObservers(madeBy: id, reason: reason)
     }
 
     func tokenSnapshot(_ id: String) -> TokenSnapshot? {
