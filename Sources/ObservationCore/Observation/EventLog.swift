@@ -294,7 +294,7 @@ public final class EventLog: Sendable {
             events.append($0)
         }
         switch handed {
-        case .events: return .events(events)
+        case .events(_): return .events(events)
         case .upToDate: return .upToDate
         case .gap(let oldest): return .gap(oldest: oldest)
         }
@@ -302,7 +302,9 @@ public final class EventLog: Sendable {
 
     /// What `read(…, into:)` did: handed events over, or found none to hand.
     public enum Handed: Sendable {
-        case events
+        /// `caughtUp`: it handed every event visible, and the log is open (a read now would
+        /// find nothing new; the next append wakes the log's streams).
+        case events(caughtUp: Bool)
         case upToDate
         case gap(oldest: Int)
     }
@@ -333,7 +335,7 @@ public final class EventLog: Sendable {
             if let token, let index = state.attached.firstIndex(where: { $0.token == token }) {
                 state.attached[index].cursor = handed
             }
-            return .events
+            return .events(caughtUp: handed == min(state.showableID, state.lastID) && !state.closed)
         }
     }
 
