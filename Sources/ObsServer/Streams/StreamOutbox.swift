@@ -36,6 +36,9 @@ struct StreamOutbox {
         self.framing = framing
     }
 
+    /// The frame storage a stream keeps once all is sent (see `write`).
+    private static let keptFrames = 4
+
     private static let sseTrailer = Array("\n\n".utf8)
     private static let ndjsonTrailer = Array("}\n".utf8)
 
@@ -87,8 +90,13 @@ struct StreamOutbox {
             if offset == piece.count { nextPiece() }
         }
         if index == frames.count, index > 0 {
-            // All sent: an idle stream keeps no storage (10,000 idle streams, about 130 bytes each).
-            frames = []
+            // All sent: a live stream's few frames keep their storage for the next delivery (an
+            // allocation and a release less each); a replay's many let theirs go.
+            if frames.capacity <= Self.keptFrames {
+                while frames.popLast() != nil {}
+            } else {
+                frames = []
+            }
             index = 0
             unencodedFrom = nil
         }
