@@ -270,6 +270,9 @@ private struct RecordBatch {
     var priors: [(String, [UInt8])] = []
     var posts: [(String, [UInt8])] = []
     private var tails: [TailKey: [UInt8]] = [:]
+    /// The tail used last: registrations on one value come one after the other, and comparing
+    /// a key costs less than hashing it.
+    private var lastTail: (key: TailKey, tail: [UInt8])?
     /// Off for a single registration: nothing to share, and the lookup would cost.
     let sharesTails: Bool
 
@@ -309,9 +312,15 @@ private struct RecordBatch {
         let key = TailKey(
             objectID: registration.objectID, keyPath: registration.keyPath.description, kind: record.kind,
             hasOld: record.old != nil, hasNew: record.new != nil, prior: record.flag == .prior)
-        if let tail = tails[key] { return ChangeRecord.encode(registration, tail: tail) }
-        let tail = record.encodedTail()
-        tails[key] = tail
+        if let lastTail, lastTail.key == key { return ChangeRecord.encode(registration, tail: lastTail.tail) }
+        let tail: [UInt8]
+        if let known = tails[key] {
+            tail = known
+        } else {
+            tail = record.encodedTail()
+            tails[key] = tail
+        }
+        lastTail = (key, tail)
         return ChangeRecord.encode(registration, tail: tail)
     }
 }
