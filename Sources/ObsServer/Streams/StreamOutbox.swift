@@ -104,8 +104,9 @@ struct StreamOutbox {
     }
 
     /// Writes an SSE event's header lines straight into the connection's buffer when they fit
-    /// (nearly always): no copy, and no header buffer for the stream to keep. Returns the bytes
-    /// written, or nil to take the header buffer (NDJSON, or a buffer nearly full).
+    /// (nearly always), and its data and blank line after them when those fit too: no copy, and
+    /// no header buffer for the stream to keep. Returns the bytes written, or nil to take the
+    /// header buffer (NDJSON, or a buffer nearly full).
     private mutating func framedInPlace(into buffer: UnsafeMutableRawBufferPointer, at start: Int) -> Int? {
         guard framing == .sse, part == .header, offset == 0, case .event(let event) = frames[index] else { return nil }
         let digits = event.id > 0 ? Self.decimalDigits(event.id) : 0
@@ -134,8 +135,17 @@ struct StreamOutbox {
         }
         cursor = Self.put("\ndata: ", at: cursor)
         assert(cursor - (base + start) == length)
-        part = .data
-        return length
+        // The data and the blank line too when they fit (nearly always): the frame in one pass.
+        let data = event.data
+        guard buffer.count - start - length >= data.count + 2 else {
+            part = .data
+            return length
+        }
+        cursor = data.withUnsafeBytes { Self.put($0, at: cursor) }
+        cursor.storeBytes(of: 0x0A, as: UInt8.self)
+        cursor.storeBytes(of: 0x0A, toByteOffset: 1, as: UInt8.self)
+        index += 1
+        return length + data.count + 2
     }
 
     /// Copies `bytes` to `cursor`; returns where they end.
