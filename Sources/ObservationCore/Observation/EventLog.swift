@@ -230,14 +230,20 @@ public final class EventLog: Sendable {
     /// Runs every attached stream's waker, and the aborts of streams cut off since the last
     /// call (call after releasing the store's lock).
     public func wake() {
-        let (wakers, aborts, waiters) = state.withLock { state in
+        typealias Wake = @Sendable () -> Void
+        let (only, wakers, aborts, waiters) = state.withLock { state -> (Wake?, [Wake], [Wake], [Wake]) in
             defer {
                 state.cutOff.removeAll()
                 state.waiters.removeAll()
                 state.wakePending = false
             }
-            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
+            // One stream and nothing else (an observer's log, nearly always): no lists.
+            if state.attached.count == 1, state.cutOff.isEmpty, state.waiters.isEmpty {
+                return (state.attached[0].reader.wake, [], [], [])
+            }
+            return (nil, state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
         }
+        if let only { return only() }
         for abort in aborts { abort() }
         for wake in wakers { wake() }
         for wake in waiters { wake() }
