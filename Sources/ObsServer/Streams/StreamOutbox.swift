@@ -136,16 +136,15 @@ struct StreamOutbox {
         cursor = Self.put("\ndata: ", at: cursor)
         assert(cursor - (base + start) == length)
         // The data and the blank line too when they fit (nearly always): the frame in one pass.
-        let data = event.data
-        guard buffer.count - start - length >= data.count + 2 else {
+        guard let count = event.encodedCount, buffer.count - start - length >= count + 2 else {
             part = .data
             return length
         }
-        cursor = data.withUnsafeBytes { Self.put($0, at: cursor) }
+        cursor = event.copyEncoded(to: cursor)
         cursor.storeBytes(of: 0x0A, as: UInt8.self)
         cursor.storeBytes(of: 0x0A, toByteOffset: 1, as: UInt8.self)
         index += 1
-        return length + data.count + 2
+        return length + count + 2
     }
 
     /// Copies `bytes` to `cursor`; returns where they end.
