@@ -449,7 +449,9 @@ def main():
     print(text)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
+        Path(args.out).write_text(
+            f"## Fan-out counts (`make bench-fanout`, {time.strftime('%Y-%m-%d')})\n\n"
+            f"`python3 bench/fanout_counts.py --binary {args.binary}`: {__doc__.splitlines()[0]}\n\n{text}\n")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
 
