@@ -89,26 +89,19 @@ struct ChangeRecord {
 
 /// A record's bytes as three parts, joined when read: a registration's own fields and a tail
 /// shared with other registrations (`prefix` and `suffix` empty: `tail` is the whole record).
-struct RecordParts: Sendable {
+/// An object, so that an event holding it is copied with one reference (every copy of an event
+/// holding three arrays retained and released three).
+final class RecordParts: Sendable {
     let prefix: [UInt8]
     let tail: [UInt8]
     let suffix: [UInt8]
+    /// The bytes of the three.
+    let count: Int
 
     init(prefix: [UInt8] = [], tail: [UInt8], suffix: [UInt8] = []) {
         self.prefix = prefix
         self.tail = tail
         self.suffix = suffix
-    }
-
-    /// The parts in one object, so that an event holding them is copied with one reference
-    /// (every copy of an event with three arrays retained and released three).
-    final class Shared: Sendable {
-        let parts: RecordParts
-        let count: Int
-
-        init(_ parts: RecordParts) {
-            self.parts = parts
-            count = parts.prefix.count + parts.tail.count + parts.suffix.count
-        }
+        count = prefix.count + tail.count + suffix.count
     }
 }

@@ -18,7 +18,7 @@ public struct Event: Sendable {
         case encoded([UInt8])
         /// A change record: its registration's own parts around the tail every registration on
         /// the same value shares (one copy for all; the record itself is never joined for a stream).
-        case framed(RecordParts.Shared)
+        case framed(RecordParts)
         case deferred(DeferredValueChanged)
     }
 
@@ -35,7 +35,7 @@ public struct Event: Sendable {
         self.name = name
         self.payload =
             parts.prefix.isEmpty && parts.suffix.isEmpty
-            ? .encoded(parts.tail) : .framed(RecordParts.Shared(parts))
+            ? .encoded(parts.tail) : .framed(parts)
         self.revision = revision
     }
 
@@ -51,7 +51,7 @@ public struct Event: Sendable {
     public var data: [UInt8] {
         switch payload {
         case .encoded(let bytes): bytes
-        case .framed(let record): record.parts.prefix + record.parts.tail + record.parts.suffix
+        case .framed(let parts): parts.prefix + parts.tail + parts.suffix
         case .deferred(let record): record.encode()
         }
     }
@@ -70,8 +70,7 @@ public struct Event: Sendable {
         switch payload {
         case .encoded(let bytes):
             return Self.copy(bytes, to: destination)
-        case .framed(let record):
-            let parts = record.parts
+        case .framed(let parts):
             return Self.copy(parts.suffix, to: Self.copy(parts.tail, to: Self.copy(parts.prefix, to: destination)))
         case .deferred:
             return destination

@@ -4,13 +4,16 @@ extension StoreState {
     /// An event for an observer's stream: it takes the observer's next id now, and goes into
     /// its log with the command's other effects.
     mutating func emit(_ name: String, _ data: [UInt8], to observerID: String, revision: Int? = nil) {
-        emit(name, RecordParts(tail: data), to: observerID, revision: revision)
+        guard let (log, id) = observers.takeEventID(observerID) else { return }
+        effects.add(Event(id: id, name: name, data: data, revision: revision ?? self.revision), to: log)
+        journal.mark(.lastEventID, observerID)
+        journal.gate(log, through: id)
     }
 
     /// `emit` for data kept as parts (a change record around a shared tail).
-    mutating func emit(_ name: String, _ parts: RecordParts, to observerID: String, revision: Int? = nil) {
+    mutating func emit(_ name: String, _ parts: RecordParts, to observerID: String) {
         guard let (log, id) = observers.takeEventID(observerID) else { return }
-        effects.add(Event(id: id, name: name, parts: parts, revision: revision ?? self.revision), to: log)
+        effects.add(Event(id: id, name: name, parts: parts, revision: revision), to: log)
         journal.mark(.lastEventID, observerID)
         journal.gate(log, through: id)
     }
