@@ -19,6 +19,11 @@ struct StreamOutbox {
     private enum Frame {
         case event(Event)
         case text([UInt8])
+
+        /// An event with an id (a delivery, not `synced` or `progress`).
+        var isLiveEvent: Bool {
+            if case .event(let event) = self { event.id > 0 } else { false }
+        }
     }
 
     private enum Part { case header, data, trailer }
@@ -90,9 +95,10 @@ struct StreamOutbox {
             if offset == piece.count { nextPiece() }
         }
         if index == frames.count, index > 0 {
-            // All sent: a live stream's few frames keep their storage for the next delivery (an
-            // allocation and a release less each); a replay's many let theirs go.
-            if frames.capacity <= Self.keptFrames {
+            // All sent: a live stream's few events keep their storage for the next delivery (an
+            // allocation and a release less each); a replay's many, and an opening's or a
+            // heartbeat's text, let theirs go (an idle stream keeps none).
+            if frames.capacity <= Self.keptFrames, frames.allSatisfy({ $0.isLiveEvent }) {
                 while frames.popLast() != nil {}
             } else {
                 frames = []
