@@ -24,7 +24,7 @@ LOW        := chrt --idle 0
 # Black-box workers (pytest-xdist, a file per worker at a time: a file's module fixtures stay whole).
 BLACKBOX_WORKERS ?= 3
 
-.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks soak callgrind clean help
+.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks bench-fanout soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -37,6 +37,7 @@ help:
 	@echo "make bench-webhooks - release build, then W8: 100 delivering observers against SSE, and beside a dead URL (issue 45)"
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
 	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
+	@echo "make bench-fanout - release build, then instructions, system calls and wake-ups per W2 delivery, ObsServer and nchan (issue 46)"
 	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
 
 ## System packages: checked (pkg-config, command -v) and, when missing, installed with apt-get by
@@ -85,7 +86,8 @@ deps-image: $(if $(ALL_DEPS),deps-tests)
 deps-bench: deps $(if $(ALL_DEPS),deps-tests)
 	@.ci/packages bench
 
-## callgrind and callgrind_control (Debian's valgrind); objcopy (binutils) strips the debug sections valgrind cannot read.
+## callgrind and callgrind_control (Debian's valgrind); objcopy (binutils) strips the debug sections valgrind cannot read;
+## strace (bench-fanout's system calls).
 deps-valgrind:
 	@.ci/packages valgrind
 
@@ -192,11 +194,18 @@ PEERS_OBS  := $(CURDIR)/.build/release/obs-server --host 127.0.0.1 --port {port}
 test-bench-smoke: deps-bench deps-cluster build-tests $(if $(ALL_DEPS),| test-swift)
 	@$(call test_phase,bench-smoke) env -u MAKEFLAGS python3 bench/smoke.py --binary .build/debug/obs-server --out build/bench-smoke
 
-bench: deps-bench release bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks
+bench: deps-bench release bench-fanout bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks
 	@if [ -x ../shared/bench/client/obsclient ]; then python3 bench/posting.py --binary .build/release/obs-server; fi
 	python3 bench/run.py --binary .build/release/obs-server --out BENCHMARKS.md \
 	  --peers-table build/bench-peers/table.md --peers-command "$(PEERS_CMD)" --extra build/bench-posting.md \
-	  --extra build/bench-cluster/cluster.md --extra build/bench-queries.md
+	  --extra build/bench-cluster/cluster.md --extra build/bench-queries.md --extra build/bench-fanout.md
+
+## Fan-out counts that do not depend on the machine (issue 46; bench/fanout_counts.py): a fixed W2
+## (1,000 subscribers x 200 lockstep writes) under callgrind, strace -c -f and /proc's context
+## switches, ObsServer and nginx+nchan side by side: instructions and system calls per delivery and
+## per write, wake-ups per write. About 5 minutes; the table goes to build/bench-fanout.md.
+bench-fanout: deps-bench deps-valgrind release
+	python3 bench/fanout_counts.py --binary .build/release/obs-server --out build/bench-fanout.md
 
 ## Queries (issue 35; bench/queries.py): W5, 1,000 SSE subscribers of one query, against W2 in the same
 ## run; W6, W1 with 10,000 equality and 10,000 range queries registered; bytes per query and per member.

@@ -8,8 +8,17 @@ protocol StreamBody: AnyObject, Sendable {
     func start(_ control: StreamControl)
     /// Copies the next bytes into `buffer`.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> StreamRead
+    /// `read`, and whether a read right after would only wait (`drained`): the body is woken
+    /// when it has more, so a direct writer parks without looking again.
+    func readDirectly(into buffer: UnsafeMutableRawBufferPointer) -> (read: StreamRead, drained: Bool)
     /// Called once when the connection ends, whatever the reason.
     func finish()
+}
+
+extension StreamBody {
+    func readDirectly(into buffer: UnsafeMutableRawBufferPointer) -> (read: StreamRead, drained: Bool) {
+        (read(into: buffer), false)
+    }
 }
 
 /// What a stream body can do to its connection, from any thread, any number of times.

@@ -174,7 +174,8 @@ final class StreamConnection: Sendable {
                 }
                 let payload = UnsafeMutableRawBufferPointer(
                     rebasing: scratch[Self.sizeLineRoom..<(Self.sizeLineRoom + Self.directWriteBytes)])
-                switch body.read(into: payload) {
+                let (read, drained) = body.readDirectly(into: payload)
+                switch read {
                 case .bytes(let count):
                     guard let rest = transmit(Self.frame(count, in: scratch, framing: framing)) else {
                         return perform(state.withLock { $0.writeFailed() })
@@ -182,6 +183,10 @@ final class StreamConnection: Sendable {
                     if !rest.isEmpty {
                         guard let room = waitForRoom(rest) else { return }
                         unsent = room
+                    } else if drained {
+                        // Nothing more to read: park, unless a wake came since `writerLooks`.
+                        let next = state.withLock { $0.writerFoundNothing() }
+                        guard case .write = next else { return perform(next) }
                     }
                 case .end:
                     return perform(state.withLock { $0.bodyEnded() })

@@ -64,6 +64,8 @@ final class EventStream: StreamBody {
         /// The token it was opened with ended: this `revoked` event is its last (section 13).
         var revoked: Event?
         var revokedSent = false
+        /// The last log read handed every event the log showed (see `readDirectly`).
+        var caughtUp = false
     }
 
     /// Barriers a stream keeps at most; past it, the latest replaces the last (it covers it).
@@ -131,23 +133,38 @@ final class EventStream: StreamBody {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> StreamRead {
+        state.withLock { read(into: buffer, &$0) }
+    }
+
+    func readDirectly(into buffer: UnsafeMutableRawBufferPointer) -> (read: StreamRead, drained: Bool) {
         state.withLock { state in
-            if state.outbox.isEmpty, let end = refill(&state) { return end }
-            var written = state.outbox.write(into: buffer)
-            // Until `synced`, more while there is room: one chunk, one send for the opening
-            // (`retry:`, the replay over several log batches, `synced`: it was a send each). Not
-            // once live: a wake brings one batch, and looking again would be a second log read
-            // per delivery (the next read finds the stream up to date anyway). What stops the
-            // loop is told at the next read.
-            while !state.synced, state.outbox.isEmpty, written < buffer.count, refill(&state) == nil {
-                written += state.outbox.write(into: UnsafeMutableRawBufferPointer(rebasing: buffer[written...]))
-            }
-            return .bytes(written)
+            let read = read(into: buffer, &state)
+            // What a read now would find: nothing, unless the log, a barrier, a heartbeat or a
+            // revocation wakes the stream (each does after changing what it finds).
+            let drained =
+                state.caughtUp && state.outbox.isEmpty && state.synced && state.rebuild == nil
+                && state.revoked == nil && state.barriers.isEmpty && !state.heartbeatDue && state.openRevision == nil
+            return (read, drained)
         }
+    }
+
+    private func read(into buffer: UnsafeMutableRawBufferPointer, _ state: inout State) -> StreamRead {
+        if state.outbox.isEmpty, let end = refill(&state) { return end }
+        var written = state.outbox.write(into: buffer)
+        // Until `synced`, more while there is room: one chunk, one send for the opening
+        // (`retry:`, the replay over several log batches, `synced`: it was a send each). Not
+        // once live: a wake brings one batch, and looking again would be a second log read
+        // per delivery (the next read finds the stream up to date anyway). What stops the
+        // loop is told at the next read.
+        while !state.synced, state.outbox.isEmpty, written < buffer.count, refill(&state) == nil {
+            written += state.outbox.write(into: UnsafeMutableRawBufferPointer(rebasing: buffer[written...]))
+        }
+        return .bytes(written)
     }
 
     /// Takes the next batch into the outbox; returns how the stream goes on when there is none.
     private func refill(_ state: inout State) -> StreamRead? {
+        state.caughtUp = false
         // Revoked: `revoked` goes out in place of whatever the log holds next, then the end.
         if state.revokedSent { return .end }
         if let revoked = state.revoked {
@@ -189,7 +206,8 @@ final class EventStream: StreamBody {
         }
         state.outbox.encodeDeferred()
         switch outcome {
-        case .events:
+        case .events(let caughtUp):
+            state.caughtUp = caughtUp
             hub.counters.events.add(handed, ordering: .relaxed)
             state.heartbeatDue = false
             passBarriers(&state)

@@ -19,6 +19,11 @@ struct StreamOutbox {
     private enum Frame {
         case event(Event)
         case text([UInt8])
+
+        /// An event with an id (a delivery, not `synced` or `progress`).
+        var isLiveEvent: Bool {
+            if case .event(let event) = self { event.id > 0 } else { false }
+        }
     }
 
     private enum Part { case header, data, trailer }
@@ -35,6 +40,9 @@ struct StreamOutbox {
     init(framing: StreamFraming = .sse) {
         self.framing = framing
     }
+
+    /// The frame storage a stream keeps once all is sent (see `write`).
+    private static let keptFrames = 4
 
     private static let sseTrailer = Array("\n\n".utf8)
     private static let ndjsonTrailer = Array("}\n".utf8)
@@ -87,8 +95,14 @@ struct StreamOutbox {
             if offset == piece.count { nextPiece() }
         }
         if index == frames.count, index > 0 {
-            // All sent: an idle stream keeps no storage (10,000 idle streams, about 130 bytes each).
-            frames = []
+            // All sent: a live stream's few events keep their storage for the next delivery (an
+            // allocation and a release less each); a replay's many, and an opening's or a
+            // heartbeat's text, let theirs go (an idle stream keeps none).
+            if frames.capacity <= Self.keptFrames, frames.allSatisfy({ $0.isLiveEvent }) {
+                while frames.popLast() != nil {}
+            } else {
+                frames = []
+            }
             index = 0
             unencodedFrom = nil
         }
@@ -96,8 +110,9 @@ struct StreamOutbox {
     }
 
     /// Writes an SSE event's header lines straight into the connection's buffer when they fit
-    /// (nearly always): no copy, and no header buffer for the stream to keep. Returns the bytes
-    /// written, or nil to take the header buffer (NDJSON, or a buffer nearly full).
+    /// (nearly always), and its data and blank line after them when those fit too: no copy, and
+    /// no header buffer for the stream to keep. Returns the bytes written, or nil to take the
+    /// header buffer (NDJSON, or a buffer nearly full).
     private mutating func framedInPlace(into buffer: UnsafeMutableRawBufferPointer, at start: Int) -> Int? {
         guard framing == .sse, part == .header, offset == 0, case .event(let event) = frames[index] else { return nil }
         let digits = event.id > 0 ? Self.decimalDigits(event.id) : 0
@@ -126,8 +141,16 @@ struct StreamOutbox {
         }
         cursor = Self.put("\ndata: ", at: cursor)
         assert(cursor - (base + start) == length)
-        part = .data
-        return length
+        // The data and the blank line too when they fit (nearly always): the frame in one pass.
+        guard let count = event.encodedCount, buffer.count - start - length >= count + 2 else {
+            part = .data
+            return length
+        }
+        cursor = event.copyEncoded(to: cursor)
+        cursor.storeBytes(of: 0x0A, as: UInt8.self)
+        cursor.storeBytes(of: 0x0A, toByteOffset: 1, as: UInt8.self)
+        index += 1
+        return length + count + 2
     }
 
     /// Copies `bytes` to `cursor`; returns where they end.

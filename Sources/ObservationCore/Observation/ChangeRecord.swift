@@ -55,16 +55,12 @@ struct ChangeRecord {
         }
     }
 
-    /// The whole record for `registration`: its own fields around the shared tail.
-    static func encode(_ registration: Registration, tail: [UInt8]) -> [UInt8] {
+    /// The record for `registration` as parts: its own fields (kept by the registration) around
+    /// the shared tail, not joined (no copy per registration).
+    static func parts(_ registration: Registration, tail: [UInt8]) -> RecordParts {
         let (prefix, suffix) = registration.recordFraming
         assert(!prefix.isEmpty, "a registration makes records once it is bound (`bind` frames them)")
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(prefix.count + tail.count + suffix.count)
-        bytes.append(contentsOf: prefix)
-        bytes.append(contentsOf: tail)
-        bytes.append(contentsOf: suffix)
-        return bytes
+        return RecordParts(prefix: prefix, tail: tail, suffix: suffix)
     }
 
     /// A registration's part of its records: `{"observation":…,"object":…,"keyPath":…,` before
@@ -102,5 +98,24 @@ extension JSONWriter {
             raw(",\"tx\":")
             write(tx)
         }
+    }
+}
+
+/// A record's bytes as three parts, joined when read: a registration's own fields and a tail
+/// shared with other registrations (`prefix` and `suffix` empty: `tail` is the whole record).
+/// An object, so that an event holding it is copied with one reference (every copy of an event
+/// holding three arrays retained and released three).
+final class RecordParts: Sendable {
+    let prefix: [UInt8]
+    let tail: [UInt8]
+    let suffix: [UInt8]
+    /// The bytes of the three.
+    let count: Int
+
+    init(prefix: [UInt8] = [], tail: [UInt8], suffix: [UInt8] = []) {
+        self.prefix = prefix
+        self.tail = tail
+        self.suffix = suffix
+        count = prefix.count + tail.count + suffix.count
     }
 }

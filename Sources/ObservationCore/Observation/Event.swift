@@ -16,6 +16,9 @@ public struct Event: Sendable {
 
     private enum Payload: Sendable {
         case encoded([UInt8])
+        /// A change record: its registration's own parts around the tail every registration on
+        /// the same value shares (one copy for all; the record itself is never joined for a stream).
+        case framed(RecordParts)
         case deferred(DeferredValueChanged)
     }
 
@@ -23,6 +26,16 @@ public struct Event: Sendable {
         self.id = id
         self.name = name
         self.payload = .encoded(data)
+        self.revision = revision
+    }
+
+    /// An event whose data is `parts` joined (kept apart when it has a prefix or a suffix).
+    init(id: Int, name: String, parts: RecordParts, revision: Int) {
+        self.id = id
+        self.name = name
+        self.payload =
+            parts.prefix.isEmpty && parts.suffix.isEmpty
+            ? .encoded(parts.tail) : .framed(parts)
         self.revision = revision
     }
 
@@ -38,8 +51,37 @@ public struct Event: Sendable {
     public var data: [UInt8] {
         switch payload {
         case .encoded(let bytes): bytes
+        case .framed(let parts): parts.prefix + parts.tail + parts.suffix
         case .deferred(let record): record.encode()
         }
+    }
+
+    /// The length of its data, when it is encoded (nil for a deferred event: take `materialized`).
+    public var encodedCount: Int? {
+        switch payload {
+        case .encoded(let bytes): bytes.count
+        case .framed(let record): record.count
+        case .deferred: nil
+        }
+    }
+
+    /// Copies its encoded data (`encodedCount` bytes) to `destination`; returns where it ends.
+    public func copyEncoded(to destination: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        switch payload {
+        case .encoded(let bytes):
+            return Self.copy(bytes, to: destination)
+        case .framed(let parts):
+            return Self.copy(parts.suffix, to: Self.copy(parts.tail, to: Self.copy(parts.prefix, to: destination)))
+        case .deferred:
+            return destination
+        }
+    }
+
+    private static func copy(_ bytes: [UInt8], to destination: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+        bytes.withUnsafeBytes { source in
+            if let base = source.baseAddress { destination.copyMemory(from: base, byteCount: source.count) }
+        }
+        return destination + bytes.count
     }
 
     /// Whether its data is still to be encoded (the admin stream's `valueChanged`).
@@ -59,6 +101,7 @@ public struct Event: Sendable {
     public var footprint: Int {
         switch payload {
         case .encoded(let bytes): bytes.capacity + Self.overheadBytes
+        case .framed(let record): record.count + Self.overheadBytes
         case .deferred(let record): record.estimatedBytes + Self.overheadBytes
         }
     }

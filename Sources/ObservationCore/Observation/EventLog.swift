@@ -231,14 +231,20 @@ public final class EventLog: Sendable {
     /// Runs every attached stream's waker, and the aborts of streams cut off since the last
     /// call (call after releasing the store's lock).
     public func wake() {
-        let (wakers, aborts, waiters) = state.withLock { state in
+        typealias Wake = @Sendable () -> Void
+        let (only, wakers, aborts, waiters) = state.withLock { state -> (Wake?, [Wake], [Wake], [Wake]) in
             defer {
                 state.cutOff.removeAll()
                 state.waiters.removeAll()
                 state.wakePending = false
             }
-            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
+            // One stream and nothing else (an observer's log, nearly always): no lists.
+            if state.attached.count == 1, state.cutOff.isEmpty, state.waiters.isEmpty {
+                return (state.attached[0].reader.wake, [], [], [])
+            }
+            return (nil, state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
         }
+        if let only { return only() }
         for abort in aborts { abort() }
         for wake in wakers { wake() }
         for wake in waiters { wake() }
@@ -295,7 +301,7 @@ public final class EventLog: Sendable {
             events.append($0)
         }
         switch handed {
-        case .events: return .events(events)
+        case .events(_): return .events(events)
         case .upToDate: return .upToDate
         case .gap(let oldest): return .gap(oldest: oldest)
         }
@@ -303,7 +309,9 @@ public final class EventLog: Sendable {
 
     /// What `read(…, into:)` did: handed events over, or found none to hand.
     public enum Handed: Sendable {
-        case events
+        /// `caughtUp`: it handed every event visible, and the log is open (a read now would
+        /// find nothing new; the next append wakes the log's streams).
+        case events(caughtUp: Bool)
         case upToDate
         case gap(oldest: Int)
     }
@@ -334,7 +342,7 @@ public final class EventLog: Sendable {
             if let token, let index = state.attached.firstIndex(where: { $0.token == token }) {
                 state.attached[index].cursor = handed
             }
-            return .events
+            return .events(caughtUp: handed == min(state.showableID, state.lastID) && !state.closed)
         }
     }
 

@@ -36,9 +36,12 @@ struct EvaluationCache {
 /// The records of one change, prior ones apart, with record tails shared between
 /// registrations on the same value and options (encoded once, not once per observer).
 struct RecordBatch {
-    var priors: [(String, [UInt8])] = []
-    var posts: [(String, [UInt8])] = []
+    var priors: [(String, RecordParts)] = []
+    var posts: [(String, RecordParts)] = []
     private var tails: [TailKey: [UInt8]] = [:]
+    /// The tail used last: registrations on one value come one after the other, and comparing
+    /// a key costs less than hashing it.
+    private var lastTail: (key: TailKey, tail: [UInt8])?
     /// Off for a single registration: nothing to share, and the lookup would cost.
     let sharesTails: Bool
     /// The transaction that made the change (section 15): every record of it carries it.
@@ -80,15 +83,21 @@ struct RecordBatch {
         posts.append((registration.observerID, encode(registration, record, shared: !ownTail)))
     }
 
-    private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> [UInt8] {
-        guard sharesTails, shared else { return ChangeRecord.encode(registration, record: record) }
+    private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> RecordParts {
+        guard sharesTails, shared else { return RecordParts(tail: ChangeRecord.encode(registration, record: record)) }
         let key = TailKey(
             objectID: registration.objectID, keyPath: registration.keyPath.description, kind: record.kind,
             hasOld: record.old != nil, hasNew: record.new != nil, prior: record.flag == .prior)
-        if let tail = tails[key] { return ChangeRecord.encode(registration, tail: tail) }
-        let tail = record.encodedTail()
-        tails[key] = tail
-        return ChangeRecord.encode(registration, tail: tail)
+        if let lastTail, lastTail.key == key { return ChangeRecord.parts(registration, tail: lastTail.tail) }
+        let tail: [UInt8]
+        if let known = tails[key] {
+            tail = known
+        } else {
+            tail = record.encodedTail()
+            tails[key] = tail
+        }
+        lastTail = (key, tail)
+        return ChangeRecord.parts(registration, tail: tail)
     }
 }
 

@@ -129,8 +129,25 @@ struct RegistrationIndex: Sendable {
                 found.append((registrations.values[index].sequence, Position(index: index), write.policy))
             }
         }
-        found.sort { $0.sequence < $1.sequence }
-        return found
+        return Self.inSequenceOrder(found)
+    }
+
+    /// `found` in sequence order. When every sequence fits beside a place in `found`, the pairs
+    /// are sorted as plain integers (sequence, then place): a fraction of sorting the tuples
+    /// through a comparison closure.
+    private static func inSequenceOrder(
+        _ found: [(sequence: Int, position: Position, policy: NotifyPolicy)]
+    ) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
+        guard found.count > 1 else { return found }
+        let placeBits = UInt64(Int.bitWidth - (found.count - 1).leadingZeroBitCount)
+        let largest = found.reduce(0) { max($0, $1.sequence) }
+        guard found.allSatisfy({ $0.sequence >= 0 }), UInt64(largest) < (1 as UInt64) << (64 - placeBits) else {
+            return found.sorted { $0.sequence < $1.sequence }
+        }
+        var keys = found.indices.map { UInt64(found[$0].sequence) << placeBits | UInt64($0) }
+        keys.sort()
+        let mask = ((1 as UInt64) << placeBits) - 1
+        return keys.map { found[Int($0 & mask)] }
     }
 
     private func inCreationOrder(_ list: [Registration]) -> [Registration] {

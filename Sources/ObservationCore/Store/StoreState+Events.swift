@@ -10,6 +10,14 @@ extension StoreState {
         journal.gate(log, through: id)
     }
 
+    /// `emit` for data kept as parts (a change record around a shared tail).
+    mutating func emit(_ name: String, _ parts: RecordParts, to observerID: String) {
+        guard let (log, id) = observers.takeEventID(observerID) else { return }
+        effects.add(Event(id: id, name: name, parts: parts, revision: revision), to: log)
+        journal.mark(.lastEventID, observerID)
+        journal.gate(log, through: id)
+    }
+
     /// An event for the admin stream (its own gapless ids), with `members` (at least one).
     mutating func emitAdmin(_ name: String, _ members: JSONObject) {
         emitAdmin(name) { $0.writeMembers(members) }
