@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sse_socket import SSESocket
+
 WORKLOADS = {"PUT": (100, 1, 2000), "W2 write": (1, 1000, 50)}  # objects, observers per object, PUTs
 TX_WORKLOADS = {"W1 PUT": 0, "TX op (1)": 1, "TX op (4)": 4}  # `set`s per transaction (0: a PUT instead)
 TX_OPERATIONS = 2000
@@ -47,40 +49,18 @@ def call(c, method, path, body=None):
     return json.loads(data) if data else {}
 
 
-class Stream:
+class Stream(SSESocket):
     """An observer's SSE stream on a plain socket; counts change records (chunked or not)."""
 
     def __init__(self, port, observer):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.sock.sendall(f"GET /v1/observers/{observer}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                          "Accept: text/event-stream\r\n\r\n".encode())
-        self.sock.setblocking(False)
-        self.raw, self.text, self.headers, self.chunked = b"", b"", None, False
+        super().__init__(port, f"GET /v1/observers/{observer}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         "Accept: text/event-stream\r\n\r\n".encode())
         self.opened, self.records, self.keepalives = False, 0, 0
 
-    def feed(self, data):
-        self.raw += data
-        if self.headers is None:
-            head, sep, rest = self.raw.partition(b"\r\n\r\n")
-            if not sep:
-                return
-            if not head.startswith(b"HTTP/1.1 200"):
-                raise SystemExit(f"stream: {head[:200]!r}")
-            self.headers, self.raw = head.lower(), rest
-            self.chunked = b"transfer-encoding: chunked" in self.headers
-        if not self.chunked:
-            self.text, self.raw = self.text + self.raw, b""
-        while self.chunked:
-            line, sep, rest = self.raw.partition(b"\r\n")
-            if not sep or len(rest) < int(line, 16) + 2:
-                break
-            size = int(line, 16)
-            self.text, self.raw = self.text + rest[:size], rest[size + 2:]
-        *events, self.text = self.text.split(b"\n\n")
-        for event in events:
-            self.opened = True  # its first event (`retry:`; older servers a comment)
-            self.records += b'"observation":' in event
-            self.keepalives += event.startswith(b": keep-alive")
+    def on_event(self, event):
+        self.opened = True  # its first event (`retry:`; older servers a comment)
+        self.records += b'"observation":' in event
+        self.keepalives += event.startswith(b": keep-alive")
 
 
 def pump(streams, done, seconds, what):

@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sse_socket import SSESocket
+
 NGINX_CONF = """
 load_module /usr/lib/nginx/modules/ngx_nchan_module.so;
 worker_processes 1;
@@ -89,39 +91,17 @@ def call(c, method, path, body=None, ctype="application/json"):
     return json.loads(answer) if answer and r.getheader("Content-Type", "").startswith("application/json") else {}
 
 
-class Stream:
+class Stream(SSESocket):
     """One SSE subscriber on a plain socket: counts deliveries (events with `"seq":`) and keep-alives."""
 
     def __init__(self, port, request):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.sock.sendall(request)
-        self.sock.setblocking(False)
-        self.raw, self.text, self.headers, self.chunked = b"", b"", None, False
+        super().__init__(port, request)
         self.ready, self.deliveries, self.keepalives = False, 0, 0
 
-    def feed(self, data):
-        self.raw += data
-        if self.headers is None:
-            head, sep, rest = self.raw.partition(b"\r\n\r\n")
-            if not sep:
-                return
-            if not head.startswith(b"HTTP/1.1 200"):
-                raise SystemExit(f"stream: {head[:200]!r}")
-            self.headers, self.raw = head.lower(), rest
-            self.chunked = b"transfer-encoding: chunked" in self.headers
-        if not self.chunked:
-            self.text, self.raw = self.text + self.raw, b""
-        while self.chunked:
-            line, sep, rest = self.raw.partition(b"\r\n")
-            if not sep or len(rest) < int(line, 16) + 2:
-                break
-            size = int(line, 16)
-            self.text, self.raw = self.text + rest[:size], rest[size + 2:]
-        *events, self.text = self.text.split(b"\n\n")
-        for event in events:
-            self.ready = True  # the first event: ObsServer's `retry:`, nchan's `: hi`
-            self.deliveries += b'"seq":' in event
-            self.keepalives += event.startswith(b": keep-alive")
+    def on_event(self, event):
+        self.ready = True  # the first event: ObsServer's `retry:`, nchan's `: hi`
+        self.deliveries += b'"seq":' in event
+        self.keepalives += event.startswith(b": keep-alive")
 
 
 class Streams:
