@@ -38,6 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import callgrind  # its stop: SIGTERM (callgrind writes its counts), SIGKILL after 2 minutes
 from sse_socket import SSESocket
 
 NGINX_CONF = """
@@ -335,12 +336,7 @@ def measure(target, tool, args, work):
             print(f"{target.name} under {tool.name} failed: its log is in {tmp}", file=sys.stderr)
         if streams:
             streams.close()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=30)
+        callgrind.stop(server)
     if isinstance(target, ObsServer) and any(s.keepalives != rounds for s in streams.all):
         raise SystemExit("a heartbeat round fell inside the count")
     result = tool.result()
