@@ -12,11 +12,7 @@ extension ServiceAPI {
     /// A transaction's body (section 15): each operation read as its single request's body,
     /// with the path's parts as members; a malformed one answers with its index.
     static func transaction(_ body: JSONBody) throws -> Transaction {
-        let id = try body.string("id")
-        if let id, !Names.isValidID(id) {
-            throw CoreError(
-                .invalidRequest, "a transaction's id is 1–128 of A–Z a–z 0–9 . _ ~ -", details: ["field": "id"])
-        }
+        let id = try body.string("id")  // its alphabet is checked where the command applies
         var operations: [Command.Action] = []
         for (index, item) in try body.required("operations", body.array).enumerated() {
             do {

@@ -67,7 +67,8 @@ final class HTTPClient: Sendable {
         thread.start()
     }
 
-    /// Ends the thread; transfers under way are dropped without completing.
+    /// Ends the thread; transfers under way are dropped without completing. Waits at most 5 s
+    /// (one `curl_multi_perform` turn; a thread still in one then ends on its own).
     func stop() {
         let running = queue.withLock { queue -> Bool in
             defer { queue.stopping = true }
@@ -75,7 +76,7 @@ final class HTTPClient: Sendable {
         }
         guard running else { return }
         wake()
-        finished.wait()
+        _ = finished.wait(timeout: .now() + 5)
     }
 
     /// Queues a request; `completion` runs on the client's thread once it ends.

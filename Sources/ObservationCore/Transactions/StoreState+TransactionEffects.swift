@@ -174,14 +174,12 @@ extension StoreState {
                 reached[sequence] = reach
             }
         }
-        var notified: [(id: String, paths: [KeyPath])] = []
+        var notified: [(id: String, paths: [KeyPath], sequences: [Int])] = []
         for case .notified(let id, let paths) in staged {
+            let sequences = manuallyNotified(id, keyPaths: paths).map(\.sequence)
             // A write of a `manual` key reaches no registration (section 6.3): the notify's record stands.
-            for registration in manuallyNotified(id, keyPaths: paths)
-            where reached[registration.sequence]?.policy != .manual {
-                reached[registration.sequence]?.count += 1
-            }
-            notified.append((id, paths))
+            for sequence in sequences where reached[sequence]?.policy != .manual { reached[sequence]?.count += 1 }
+            notified.append((id, paths, sequences))
         }
         let ordered = reached.sorted { $0.key < $1.key }
         let affected = ordered.map { sequence, reach in
@@ -200,9 +198,9 @@ extension StoreState {
             }
         }
         var skipping = Set(reached.filter { $0.value.policy != .manual }.keys)
-        for (id, paths) in notified {
+        for (id, paths, sequences) in notified {
             collectManualRecords(id, keyPaths: paths, revision: revision, skipping: skipping, into: &batch)
-            skipping.formUnion(manuallyNotified(id, keyPaths: paths).map(\.sequence))
+            skipping.formUnion(sequences)
         }
         emitBatch(batch)
     }
