@@ -7,6 +7,10 @@ thread, on a free loopback port (--port 0), in memory and with a data directory 
   PUT       100 objects with one observer each (keyPath n, options new), each observer with an
             SSE stream; then 2,000 PUTs {"value": i} round the objects, one connection, one at a time.
   W2 write  one object, 1,000 observers on it, 1,000 streams; then 50 PUTs.
+  W3 write  1,000 objects with one observer and stream each; then 2,000 PUTs of the shared bench's values
+            ({"name":…,"seq":…}) to the objects in a shuffled order (each twice).
+  --cache-sim  counts last-level cache misses too (valgrind's simulated caches, sized as this CPU's), per write:
+            what a write that finds its observer's state cold costs beyond its instructions.
   TX        W7 against W1 (issue 43): 1,000 objects and no observer; then 2,000 W1 PUTs (`W1 PUT`), or
             2,000 transactions of one `set` (`TX op (1)`), or 500 of four `set`s on distinct random
             objects (`TX op (4)`), one at a time; the total is divided by the operations (2,000).
@@ -34,7 +38,10 @@ from pathlib import Path
 
 from sse_socket import SSESocket
 
-WORKLOADS = {"PUT": (100, 1, 2000), "W2 write": (1, 1000, 50)}  # objects, observers per object, PUTs
+WORKLOADS = {"PUT": (100, 1, 2000), "W2 write": (1, 1000, 50), "W3 write": (1000, 1, 2000)}  # objects, observers
+# per object, PUTs. W3 as the shared bench's: each of 1,000 objects has its observer and stream, the PUTs go to the
+# objects in a shuffled order (each twice) with the bench's values, so a write finds its observer's state cold.
+CACHE_EVENTS = ("ILmr", "DLmr", "DLmw")  # last-level misses (--cache-sim): instruction reads, data reads, writes
 TX_WORKLOADS = {"W1 PUT": 0, "TX op (1)": 1, "TX op (4)": 4}  # `set`s per transaction (0: a PUT instead)
 TX_OPERATIONS = 2000
 
@@ -90,12 +97,12 @@ def control(pid, switch):
         raise SystemExit(f"callgrind_control -i {switch}: {r.stdout}{r.stderr}")
 
 
-def count(binary, durable, workload, keep):
+def count(binary, durable, workload, keep, cache_sim=False):
     objects, per_object, puts = WORKLOADS[workload]
     tmp = Path(tempfile.mkdtemp(prefix="obs-callgrind-"))
     out, log = tmp / "callgrind.out", tmp / "server.log"
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-           binary, "--host", "127.0.0.1", "--port", "0", "--threads", "1"]
+           *(["--cache-sim=yes"] if cache_sim else []), binary, "--host", "127.0.0.1", "--port", "0", "--threads", "1"]
     if durable:
         cmd += ["--data-dir", str(tmp / "data"), "--sync", "full"]
     with open(log, "wb") as f:
@@ -135,8 +142,12 @@ def count(binary, durable, workload, keep):
         pump(streams[:1], lambda s: s.keepalives > 0, 40, "a heartbeat")
         control(server.pid, "on")
         start = time.monotonic()
-        for i in range(puts):
-            call(c, "PUT", f"/v1/objects/o{i % objects}/values/n", {"value": i + 1})
+        order = [i % objects for i in range(puts)]
+        if workload.startswith("W3"):
+            random.Random(46).shuffle(order)
+        for i, o in enumerate(order):
+            value = {"name": f"v{i}", "seq": i} if workload.startswith("W3") else i + 1
+            call(c, "PUT", f"/v1/objects/o{o}/values/n", {"value": value})
         each = puts // objects
         pump(streams, lambda s: s.records >= each, 600, "the deliveries")
         control(server.pid, "off")
@@ -150,7 +161,7 @@ def count(binary, durable, workload, keep):
         stop(server)
     if any(s.records != puts // objects for s in streams):
         raise SystemExit("a stream got more deliveries than PUTs")
-    return instructions(out, tmp, keep) / puts, seconds
+    return per_write(out, tmp, keep, puts), seconds
 
 
 def count_tx(binary, durable, workload, keep):
@@ -264,23 +275,44 @@ def stop(server):
 
 def instructions(out, tmp, keep):
     """The instructions counted while instrumentation was on; `tmp` is kept (and said) or removed."""
-    totals = re.search(r"^totals: (\d+)", out.read_text(), re.M)  # the header's summary: is 0 with --instr-atstart=no
-    if not totals:
+    return events(out, tmp, keep)["Ir"]
+
+
+def events(out, tmp, keep):
+    """Every event counted while instrumentation was on (`Ir`; with --cache-sim the misses too), by name."""
+    text = out.read_text()
+    names = re.search(r"^events: (.+)$", text, re.M)
+    totals = re.search(r"^totals: ([\d ]+)$", text, re.M)  # the header's summary: is 0 with --instr-atstart=no
+    if not totals or not names:
         raise SystemExit(f"no totals in {out}")
     if keep:
         print(f"  kept {tmp}", flush=True)
     else:
         shutil.rmtree(tmp, ignore_errors=True)
-    return int(totals.group(1))
+    return dict(zip(names.group(1).split(), map(int, totals.group(1).split())))
+
+
+class PerWrite(float):
+    """Instructions per write, with the last-level misses per write when the caches were simulated."""
+    misses: float | None = None
+
+
+def per_write(out, tmp, keep, writes):
+    counted = events(out, tmp, keep)
+    result = PerWrite(counted["Ir"] / writes)
+    if all(name in counted for name in CACHE_EVENTS):
+        result.misses = sum(counted[name] for name in CACHE_EVENTS) / writes
+    return result
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", default=".build/release/obs-server")
     ap.add_argument("--modes", default="memory,durable", help="memory, durable or both")
-    ap.add_argument("--workloads", default="PUT,W2,TX", help="some of PUT, W2, TX")
+    ap.add_argument("--workloads", default="PUT,W2,TX", help="some of PUT, W2, W3, TX")
     ap.add_argument("--runs", type=int, default=1, help="counts per cell (the table shows min and max)")
     ap.add_argument("--keep", action="store_true", help="keep each count's callgrind.out, server log and data")
+    ap.add_argument("--cache-sim", action="store_true", help="also count last-level cache misses (PUT, W2, W3)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # so that the servers are stopped
     if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
@@ -300,11 +332,14 @@ def main():
         for mode in modes:
             for name in names:
                 for run in range(args.runs):
-                    n, seconds = (count_tx if name in TX_WORKLOADS else count)(str(binary), mode == "durable", name,
-                                                                                  args.keep)
+                    if name in TX_WORKLOADS:
+                        n, seconds = count_tx(str(binary), mode == "durable", name, args.keep)
+                    else:
+                        n, seconds = count(str(binary), mode == "durable", name, args.keep, args.cache_sim)
                     cells.setdefault((mode, name), []).append(n)
                     late = "; over 14 s: may hold a heartbeat round, up to 1 % more" if seconds > 14 else ""
-                    print(f"{mode} {name} run {run + 1}: {n:,.0f} instructions ({seconds:.1f} s counted{late})",
+                    misses = f", {n.misses:,.1f} last-level misses" if getattr(n, "misses", None) is not None else ""
+                    print(f"{mode} {name} run {run + 1}: {n:,.0f} instructions{misses} ({seconds:.1f} s counted{late})",
                           flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

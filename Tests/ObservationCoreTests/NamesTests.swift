@@ -71,22 +71,24 @@ struct NamesTests {
         #expect(Suggestion.closest(to: word, in: candidates) == expected)
     }
 
-    @Test("fresh ids and tokens are lowercase hex, all different, every byte drawn on its own")
+    @Test("fresh ids are 15 bytes (inline strings) in base 62, all different, every place drawn; tokens are hex")
     func randomIDs() {
         let ids = (0..<2000).map { _ in Command.newID("obs_") }
         #expect(Set(ids).count == ids.count)
-        let hex = Set("0123456789abcdef")
+        let base62 = Set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
         for id in ids {
-            #expect(id.hasPrefix("obs_") && id.count == 4 + 16)
-            #expect(id.dropFirst(4).allSatisfy(hex.contains))
+            #expect(id.hasPrefix("obs_") && id.utf8.count == 15)
+            #expect(id.dropFirst(4).allSatisfy(base62.contains))
         }
-        // Each of the 16 places takes every digit, and neighbouring bytes rarely agree
-        // (one in 256 if they are independent; always if one byte were spread over several).
-        for place in 0..<16 {
-            #expect(Set(ids.map { Array($0.dropFirst(4))[place] }) == hex)
+        // The first ten places take nearly every digit (the eleventh holds what 62^10 leaves
+        // of a 64-bit draw: 0 to 21), and neighbouring places rarely agree (one in 62).
+        for place in 0..<10 {
+            #expect(Set(ids.map { Array($0.dropFirst(4))[place] }).count > 55)
         }
-        let agreeing = ids.filter { Array($0.dropFirst(4)).prefix(2) == Array($0.dropFirst(4)).dropFirst(2).prefix(2) }
-        #expect(agreeing.count < 40)
+        #expect(Set(ids.map { Array($0.dropFirst(4))[10] }).count > 20)
+        let agreeing = ids.filter { Array($0.dropFirst(4))[0] == Array($0.dropFirst(4))[1] }
+        #expect(agreeing.count < 80)
+        let hex = Set("0123456789abcdef")
         let token = Command.newToken()
         #expect(token.count == 48 && token.allSatisfy(hex.contains))
         #expect(Set(token).count > 4)

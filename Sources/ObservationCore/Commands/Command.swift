@@ -117,7 +117,7 @@ public struct Command: Sendable, Equatable {
 }
 
 extension Command {
-    /// A fresh random id for a command to carry (`obj_`, `obs_`, `reg_`, `sub_` and 16 hex digits).
+    /// A fresh random id for a command to carry (`obj_`, `obs_`, `reg_`, `sub_` and 11 base-62 digits: 15 bytes, an inline string).
     public static func newID(_ prefix: String) -> String { RandomID.make(prefix) }
 
     /// A fresh observer token: 24 random bytes in hex (the command carries its `TokenHash`).
