@@ -15,6 +15,12 @@ struct RegistrationIndex: Sendable {
     private var byObserver: [String: [RegistrationTarget: String]] = [:]
     /// The last creation sequence handed out.
     private(set) var sequence = 0
+    /// Counts insertions and removals: a `Position` (and so `memo`) holds while it stays.
+    private var generation = 0
+    /// The last one-key write's answer (`affected`): a write to the place last written, with
+    /// no registration added, removed or re-bound since, reaches the same registrations at the
+    /// same positions (W2's 1,000 observers of one key: no id hashed again per write).
+    private var memo: AffectedMemo?
 
     var count: Int { registrations.count }
 
@@ -57,6 +63,7 @@ struct RegistrationIndex: Sendable {
 
     /// Enters a bound registration in every index (its dependencies included).
     mutating func insert(_ registration: Registration) {
+        generation += 1
         registrations[registration.id] = registration
         byObject[registration.objectID, default: []].insert(registration.id)
         byObserver[registration.observerID, default: [:]][registration.target] = registration.id
@@ -67,6 +74,7 @@ struct RegistrationIndex: Sendable {
     @discardableResult
     mutating func remove(_ id: String) -> Registration? {
         guard let registration = registrations.removeValue(forKey: id) else { return nil }
+        generation += 1
         for path in registration.dependencies { dependents.remove(id, at: path) }
         byObject[registration.objectID]?.remove(id)
         if byObject[registration.objectID]?.isEmpty == true { byObject[registration.objectID] = nil }
@@ -98,7 +106,22 @@ struct RegistrationIndex: Sendable {
 
     /// The registrations a set of writes affects, where they are, each with the policy that
     /// governs it (the most eager of the policies of the keys written), in creation order.
-    func affected(by writes: [Write]) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
+    mutating func affected(by writes: [Write]) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
+        guard writes.count == 1, writes[0].location.keys.count == 1 else { return search(writes) }
+        if memo?.holds(for: writes[0], generation, dependents.generation) == true, let found = memo?.found {
+            return found
+        }
+        let found = search(writes)
+        // Worth remembering where hashing each registration's id again would cost the most.
+        if found.count >= AffectedMemo.fewest {
+            memo = AffectedMemo(
+                location: writes[0].location, policy: writes[0].policy,
+                generations: (generation, dependents.generation), found: found)
+        }
+        return found
+    }
+
+    private func search(_ writes: [Write]) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
         var found: [(sequence: Int, position: Position, policy: NotifyPolicy)] = []
         // One write reaches each registration once (its candidates are a set); several may repeat one.
         var positions: [String: Int]? = writes.count > 1 ? [:] : nil
@@ -164,6 +187,9 @@ struct RegistrationIndex: Sendable {
 /// Registration ids by object, then by the top-level key they read ("" for the object's existence).
 struct DependentIndex: Sendable {
     private(set) var table: [String: [String: Set<String>]] = [:]
+    /// Counts the entries added and removed (what `RegistrationIndex.affected` remembers holds
+    /// while it stays).
+    private(set) var generation = 0
 
     /// Moves a registration's entries to `paths` (what it reads now).
     mutating func rebind(_ registration: inout Registration, to paths: Set<ObjectPath>) {
@@ -174,10 +200,12 @@ struct DependentIndex: Sendable {
     }
 
     mutating func add(_ id: String, at path: ObjectPath) {
+        generation += 1
         table[path.objectID, default: [:]][path.keys.first ?? "", default: []].insert(id)
     }
 
     mutating func remove(_ id: String, at path: ObjectPath) {
+        generation += 1
         let key = path.keys.first ?? ""
         table[path.objectID]?[key]?.remove(id)
         if table[path.objectID]?[key]?.isEmpty == true { table[path.objectID]?[key] = nil }
@@ -192,4 +220,20 @@ struct Write {
     /// The value now stored at `location`, when the write knows it (a set or a PATCH): a
     /// registration reading that one place takes it from here, not from the graph.
     var stored: JSON? = nil
+}
+
+/// `RegistrationIndex.affected`'s answer for one place written, and what it holds for.
+private struct AffectedMemo: Sendable {
+    /// The fewest registrations reached for an answer to be remembered.
+    static let fewest = 8
+
+    let location: ObjectPath
+    let policy: NotifyPolicy
+    /// The index's insertions and removals, and its dependents' changes, when it was found.
+    let generations: (Int, Int)
+    let found: [(sequence: Int, position: RegistrationIndex.Position, policy: NotifyPolicy)]
+
+    func holds(for write: Write, _ generation: Int, _ dependentsGeneration: Int) -> Bool {
+        generations == (generation, dependentsGeneration) && policy == write.policy && location == write.location
+    }
 }

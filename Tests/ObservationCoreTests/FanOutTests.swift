@@ -1,0 +1,57 @@
+import ObservationCore
+import Testing
+
+/// Many observers of one key: a write reaches exactly the registrations there are when it is
+/// applied, however the ones before it found theirs (`RegistrationIndex` remembers the last
+/// one-key write's registrations while none is added, removed or re-bound).
+@Suite("Fan-out: many observers of one key")
+struct FanOutTests {
+    @Test("each write reaches the registrations of its moment: added, removed, re-bound by a reference")
+    func registrationsOfTheMoment() throws {
+        let store = Store()
+        let admin = store.as(.admin)
+        var observers: [(id: String, log: EventLog, cursor: Int)] = []
+        for _ in 0..<12 {
+            let id = try admin.createObserver(ObserverSettings()).observer.id
+            observers.append((id, try store.openStream(of: id), 0))
+        }
+        _ = try admin.createObject(id: "a", className: nil, values: ["n": 0])
+        _ = try admin.createObject(id: "b", className: nil, values: ["n": 0])
+        _ = try admin.createObject(id: "holder", className: nil, values: ["ref": ["$ref": "a"]])
+        for observer in observers.prefix(9) {
+            _ = try admin.observe(
+                observerID: observer.id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        }
+        // The tenth reads a.n through a reference, until the reference moves to b.
+        _ = try admin.observe(
+            observerID: observers[9].id, objectID: "holder", keyPaths: ["ref.n"], options: [.new], context: nil)
+
+        func reached(by value: Int) throws -> [Int] {
+            _ = try admin.setValue(.int(value), of: "a", at: "n")
+            var who: [Int] = []
+            for index in observers.indices {
+                guard case .events(let events) = observers[index].log.read(after: observers[index].cursor, limit: 100)
+                else { continue }
+                observers[index].cursor = events.last?.id ?? observers[index].cursor
+                if events.contains(where: { $0.name == "change" }) { who.append(index) }
+            }
+            return who
+        }
+
+        #expect(try reached(by: 1) == Array(0..<10))
+        #expect(try reached(by: 2) == Array(0..<10))  // the same place again: remembered
+        _ = try admin.observe(
+            observerID: observers[10].id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        #expect(try reached(by: 3) == Array(0..<11))
+        _ = try admin.unobserve(observerID: observers[3].id, objectID: "a", keyPath: "n")
+        #expect(try reached(by: 4) == [0, 1, 2, 4, 5, 6, 7, 8, 9, 10])
+        _ = try admin.setValue(["$ref": "b"], of: "holder", at: "ref")
+        _ = try reached(by: 5)  // the re-bound registration's record of the move is not a's
+        #expect(try reached(by: 6) == [0, 1, 2, 4, 5, 6, 7, 8, 10])
+        _ = try admin.deleteObserver(observers[0].id)
+        #expect(try reached(by: 7) == [1, 2, 4, 5, 6, 7, 8, 10])
+        _ = try admin.observe(
+            observerID: observers[11].id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+        #expect(try reached(by: 8) == [1, 2, 4, 5, 6, 7, 8, 10, 11])
+    }
+}
