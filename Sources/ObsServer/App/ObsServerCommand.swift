@@ -112,6 +112,9 @@ struct ObsServerCommand: ParsableCommand {
         var logger = Logger(label: "obs-server")
         // A cluster node's lines say which node wrote them (the server's loggers all derive from this one).
         if config.cluster != nil { logger[metadataKey: "node"] = .string(config.nodeName) }
+        // One malloc arena for every thread: a thread's own arena grows its heap exactly as far as
+        // each allocation needs, one mprotect(2) each time (10 per W2 write), the main one by a pad.
+        _ = mallopt(-8 /* M_ARENA_MAX */, 1)
         Signals.blockTermination()
         let server: Server
         let port: UInt16
@@ -217,3 +220,7 @@ struct ObsServerCommand: ParsableCommand {
         return config
     }
 }
+
+/// glibc's `mallopt(3)` (malloc.h is not in Swift's Glibc module).
+@_silgen_name("mallopt")
+private func mallopt(_ parameter: Int32, _ value: Int32) -> Int32
