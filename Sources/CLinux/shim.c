@@ -1,5 +1,6 @@
 #include "CLinux.h"
 
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
@@ -48,4 +49,9 @@ int clinux_epoll_wait(int epfd, uint64_t *tokens, int max) {
 int clinux_eventfd(void) {
     // Why: sys/eventfd.h is not in Swift's Glibc module.
     return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+int clinux_use_one_malloc_arena(void) {
+    // Why: M_ARENA_MAX is a malloc.h macro, not in Swift's Glibc module.
+    return mallopt(M_ARENA_MAX, 1);
 }

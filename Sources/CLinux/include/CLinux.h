@@ -3,7 +3,7 @@
 
 // epoll and eventfd, which Swift's Glibc module does not import (sys/epoll.h is not part of
 // it, and `struct epoll_event` is packed on x86-64). `SocketWatcher` uses epoll; the cluster's
-// tailer (`ClusterShared`) waits on an eventfd that wakes it.
+// tailer (`ClusterShared`) waits on an eventfd that wakes it. And malloc.h's `mallopt`.
 
 #include <stdint.h>
 
@@ -27,6 +27,10 @@ int clinux_epoll_unwatch(int epfd, int fd);
 /// Blocks until something watched is ready (no timeout), then writes up to `max` tokens.
 /// Returns how many, or -1 with errno set (EINTR: call again).
 int clinux_epoll_wait(int epfd, uint64_t *_Nonnull tokens, int max);
+
+/// Makes every thread allocate from glibc's main arena (`mallopt(M_ARENA_MAX, 1)`); call it
+/// before any other thread starts. Returns 1, or 0 when glibc refused.
+int clinux_use_one_malloc_arena(void);
 
 /// A new eventfd (close-on-exec, non-blocking), or -1 with errno set.
 int clinux_eventfd(void);

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLinux
 import Foundation
 import Logging
 
@@ -114,7 +115,7 @@ struct ObsServerCommand: ParsableCommand {
         if config.cluster != nil { logger[metadataKey: "node"] = .string(config.nodeName) }
         // One malloc arena for every thread: a thread's own arena grows its heap exactly as far as
         // each allocation needs, one mprotect(2) each time (10 per W2 write), the main one by a pad.
-        _ = mallopt(-8 /* M_ARENA_MAX */, 1)
+        _ = clinux_use_one_malloc_arena()
         Signals.blockTermination()
         let server: Server
         let port: UInt16
@@ -220,7 +221,3 @@ struct ObsServerCommand: ParsableCommand {
         return config
     }
 }
-
-/// glibc's `mallopt(3)` (malloc.h is not in Swift's Glibc module).
-@_silgen_name("mallopt")
-private func mallopt(_ parameter: Int32, _ value: Int32) -> Int32
