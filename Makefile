@@ -24,7 +24,7 @@ LOW        := chrt --idle 0
 # Black-box workers (pytest-xdist, a file per worker at a time: a file's module fixtures stay whole).
 BLACKBOX_WORKERS ?= 3
 
-.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks bench-fanout soak callgrind clean help
+.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks bench-fanout floor soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -38,6 +38,7 @@ help:
 	@echo "make soak   - release build, then 30 minutes of mixed load; RSS over time into BENCHMARKS.md"
 	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
 	@echo "make bench-fanout - release build, then instructions, system calls and wake-ups per W2 delivery, ObsServer and nchan (issue 46)"
+	@echo "make floor  - the bare libmicrohttpd server doing ObsServer's fan-out (issue 46): build/floor/mhd_fanout"
 	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
 
 ## System packages: checked (pkg-config, command -v) and, when missing, installed with apt-get by
@@ -206,6 +207,14 @@ bench: deps-bench release bench-fanout bench-peers bench-cluster bench-queries b
 ## per write, wake-ups per write. About 5 minutes; the table goes to build/bench-fanout.md.
 bench-fanout: deps-bench deps-valgrind release
 	python3 bench/fanout_counts.py --binary .build/release/obs-server --out build/bench-fanout.md
+
+## The floor (issue 46; BENCHMARKS.md, "Issue 46: the floor"): a bare libmicrohttpd server with ObsServer's
+## daemon flags and direct writes, serving the shared bench's ObsServer adapter and bench/callgrind.py.
+floor: build/floor/mhd_fanout
+
+build/floor/mhd_fanout: bench/floor/mhd_fanout.c | deps
+	@mkdir -p build/floor
+	$(CC) -O2 -Wall -Wextra -o $@ $< -lmicrohttpd -lpthread
 
 ## Queries (issue 35; bench/queries.py): W5, 1,000 SSE subscribers of one query, against W2 in the same
 ## run; W6, W1 with 10,000 equality and 10,000 range queries registered; bytes per query and per member.
