@@ -16,7 +16,7 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
         case parked(DeferredAnswer)
     }
 
-    let method: String
+    let method: HTTPMethod
     let path: String
     /// How a stream answer would be framed (from the request's HTTP version).
     let framing: StreamConnection.Framing
@@ -48,7 +48,7 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     var watch: (socket: Int32, token: UInt64)?
     let started = BootClock.nanoseconds
 
-    init(method: String, path: String, framing: StreamConnection.Framing) {
+    init(method: HTTPMethod, path: String, framing: StreamConnection.Framing) {
         self.method = method
         self.path = path
         self.framing = framing
@@ -82,7 +82,7 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
         swap(&headers, &self.headers)
         swap(&body, &self.body)
         return HTTPRequest(
-            method: HTTPMethod(rawValue: method), path: path, rawQuery: consume query, headers: consume headers,
+            method: method, path: path, rawQuery: consume query, headers: consume headers,
             body: consume body)
     }
 
