@@ -8,7 +8,7 @@ extension ServiceAPI {
     /// `caller`: who asks (section 13): the core decides the command with its principal.
     /// `transactionID`: a transaction's `id`, its idempotency key for this caller (section 15).
     func execute(
-        _ request: HTTPRequest, _ caller: Caller, _ action: Command.Action, answerMembers: JSONObject = [:],
+        _ request: HTTPRequest, _ caller: Caller, _ action: consuming Command.Action, answerMembers: JSONObject = [:],
         transactionID: String? = nil
     ) throws -> Reply {
         let command = Command(
