@@ -216,13 +216,10 @@ final class HTTPDaemon: Sendable {
 
     /// First call: read the headers and the query; refuse an announced body over the limit at once.
     private func begin(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
-        var fields = RequestFields()
-        withUnsafeMutablePointer(to: &fields) { _ = cmhd_request_fields(connection, Self.fieldIterator, $0) }
-        pending.requestID = RequestID.accepting(fields.headers.requestID)
-        fields.headers.requestID = pending.requestID
-        swap(&pending.headers, &fields.headers)  // moved, not copied
-        swap(&pending.query, &fields.query)
-        guard let length = fields.contentLength, length > options.maxBodyBytes else { return .YES }
+        withUnsafeMutablePointer(to: &pending.fields) { _ = cmhd_request_fields(connection, Self.fieldIterator, $0) }
+        pending.requestID = RequestID.accepting(pending.fields.headers.requestID)
+        pending.fields.headers.requestID = pending.requestID
+        guard let length = pending.fields.contentLength, length > options.maxBodyBytes else { return .YES }
         // Answering before the body is read makes libmicrohttpd close the connection afterwards:
         // intended here. Through the middleware (CORS headers, figures), unless it would wait.
         let rejection = APIError.payloadTooLarge(limit: options.maxBodyBytes)
@@ -330,7 +327,7 @@ final class HTTPDaemon: Sendable {
         return .daemonOnly
     }
 
-    /// Collects a request's fields into a `RequestFields` (one thread, one call). The first of
+    /// Collects a request's fields into its `RequestFields` (one thread, one call). The first of
     /// a repeated header counts; a repeated query argument keeps its last value. Query arguments
     /// come raw (see `cmhd_keep_escaped`); `HTTPRequest` decodes them.
     private static let fieldIterator: MHD_KeyValueIteratorN = { context, kind, key, keySize, value, valueSize in

@@ -82,7 +82,9 @@ final class HTTPRequest: Sendable {
         self.path = path
         self.segments = PercentDecoding.segments(of: path)
         var query: [String: String] = [:]
-        for (name, value) in rawQuery { query[PercentDecoding.decode(name)] = PercentDecoding.decode(value) }
+        if !rawQuery.isEmpty {
+            for (name, value) in rawQuery { query[PercentDecoding.decode(name)] = PercentDecoding.decode(value) }
+        }
         self.query = query
         self.headers = headers
         self.body = body
