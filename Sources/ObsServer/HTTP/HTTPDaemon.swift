@@ -178,7 +178,12 @@ final class HTTPDaemon: Sendable {
                     pending.body = []
                 } else {
                     uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
-                        pending.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+                        let chunk = UnsafeBufferPointer(start: $0, count: size)
+                        if pending.body.isEmpty {
+                            pending.body = Array(chunk)
+                        } else {
+                            pending.body.append(contentsOf: chunk)
+                        }
                     }
                 }
             }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// What the daemon reads of a request's headers and query, gathered in one pass.
 struct RequestFields {
     var headers = HTTPHeaders()
@@ -48,7 +50,9 @@ struct RequestFields {
     /// (a string that long would otherwise take an allocation per request).
     static func text(_ bytes: UnsafeRawBufferPointer) -> String {
         let json: StaticString = "application/json"
-        if bytes.count == json.utf8CodeUnitCount, json.withUTF8Buffer({ $0.elementsEqual(bytes) }) {
+        if bytes.count == json.utf8CodeUnitCount, let base = bytes.baseAddress,
+            memcmp(base, json.utf8Start, bytes.count) == 0
+        {
             return "application/json"
         }
         return String(decoding: bytes, as: UTF8.self)
