@@ -15,8 +15,13 @@ extension ServiceAPI {
             time: .now(), action, as: caller.principal, by: try Self.client(of: request, caller),
             idempotency: try Self.idempotencyClaim(
                 of: request, caller: caller, answerMembers: answerMembers, transactionID: transactionID))
+        // Nothing to add (nearly every command): a closure with nothing captured, so none is allocated.
+        guard !answerMembers.isEmpty else { return try replica.submit(command, render: Self.answer) }
         return try replica.submit(command) { outcome in Self.answer(outcome, adding: answerMembers) }
     }
+
+    /// The answer to a command's outcome, with nothing added.
+    @Sendable private static func answer(_ outcome: Outcome) -> HTTPResponse { answer(outcome, adding: [:]) }
 
     /// The answer to a command's outcome; a replayed one says so (`Idempotent-Replayed`).
     private static func answer(_ outcome: Outcome, adding answerMembers: JSONObject) -> HTTPResponse {
