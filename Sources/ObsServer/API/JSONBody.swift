@@ -120,6 +120,8 @@ struct JSONBody {
         return value
     }
 
+    /// `read` is a closure (`{ try body.string($0) }`): a method passed as it is (`body.string`)
+    /// would be a closure allocated on every call.
     func required<T>(_ key: String, _ read: (String) throws -> T?) throws -> T {
         guard let value = try read(key) else { throw CoreError(.invalidRequest, "'\(key)' is required") }
         return value
