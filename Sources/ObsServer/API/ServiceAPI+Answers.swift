@@ -21,7 +21,10 @@ extension ServiceAPI {
     }
 
     /// The answer to a command's outcome, with nothing added.
-    @Sendable private static func answer(_ outcome: Outcome) -> HTTPResponse { answer(outcome, adding: [:]) }
+    @Sendable private static func answer(_ outcome: Outcome) -> HTTPResponse {
+        guard case .replayed = outcome else { return .answer(outcome) }
+        return answer(outcome, adding: [:])
+    }
 
     /// The answer to a command's outcome; a replayed one says so (`Idempotent-Replayed`).
     private static func answer(_ outcome: Outcome, adding answerMembers: JSONObject) -> HTTPResponse {
