@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <netinet/in.h>
 #include <string.h>
 
@@ -39,6 +40,19 @@ static size_t cmhd_keep_escaped(void *cls, struct MHD_Connection *connection, ch
     return strlen(text);
 }
 
+static void cmhd_connection_notify(void *cls, struct MHD_Connection *connection, void **socket_context,
+                                   enum MHD_ConnectionNotificationCode code) {
+    // Why: libmicrohttpd keeps no per-connection state of ours; this gives each socket its own.
+    (void)cls;
+    (void)connection;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = calloc(1, sizeof(cmhd_connection_state));
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        free(*socket_context);
+        *socket_context = NULL;
+    }
+}
+
 struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const char **error_out) {
     // Why: MHD_start_daemon is variadic; a fixed option array through
     // MHD_OPTION_ARRAY keeps every option typed on the C side.
@@ -63,10 +77,11 @@ struct MHD_Daemon *cmhd_start_daemon(const cmhd_daemon_config *config, const cha
             return NULL;
         }
     }
-    struct MHD_OptionItem options[12];
+    struct MHD_OptionItem options[13];
     size_t count = 0;
     options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)config->completed,
                                                config->completed_context};
+    options[count++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)cmhd_connection_notify, NULL};
     if (config->thread_pool_size > 1) {
         // Why: a size of 0 or 1 means no pool, and 0.9.75 logs a warning for either.
         options[count++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL};
@@ -111,6 +126,12 @@ int cmhd_connection_unsent_bytes(struct MHD_Connection *connection) {
     int queued = 0;
     if (fd < 0 || ioctl(fd, SIOCOUTQ, &queued) != 0) return -1;
     return queued;
+}
+
+cmhd_connection_state *cmhd_connection_state_of(struct MHD_Connection *connection) {
+    // Why: MHD_get_connection_info is variadic.
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }
 
 int cmhd_listen_socket(struct MHD_Daemon *daemon) {

@@ -44,6 +44,17 @@ int cmhd_connection_socket(struct MHD_Connection *_Nonnull connection);
 /// -1: a peer that does not read lets them pile up.
 int cmhd_connection_unsent_bytes(struct MHD_Connection *_Nonnull connection);
 
+/// What the daemon keeps for a connection as long as its socket is open (zeroed when it is
+/// accepted, freed when it closes). Touched by the thread serving the connection only.
+typedef struct {
+    /// At least the bytes queued unsent on the socket: what was written since they were last
+    /// counted, plus that count (0 when accepted: a new socket has nothing queued).
+    int64_t unsent_bound;
+} cmhd_connection_state;
+
+/// The connection's state, or NULL (no memory when it was accepted).
+cmhd_connection_state *_Nullable cmhd_connection_state_of(struct MHD_Connection *_Nonnull connection);
+
 /// The port the daemon listens on (useful after binding port 0).
 uint16_t cmhd_bound_port(struct MHD_Daemon *_Nonnull daemon);
 

@@ -39,6 +39,7 @@ struct JSONBody {
     /// Whether a Content-Type names JSON: `application/json` or any `+json` type, parameters ignored.
     /// On every request with a body, so it compares bytes in place.
     static func isJSON(_ contentType: String) -> Bool {
+        if contentType == "application/json" { return true }  // nearly every write: one comparison
         var contentType = contentType  // `withUTF8` is mutating; a native string is not copied
         return contentType.withUTF8 { bytes in
             var start = 0
@@ -119,6 +120,8 @@ struct JSONBody {
         return value
     }
 
+    /// `read` is a closure (`{ try body.string($0) }`): a method passed as it is (`body.string`)
+    /// would be a closure allocated on every call.
     func required<T>(_ key: String, _ read: (String) throws -> T?) throws -> T {
         guard let value = try read(key) else { throw CoreError(.invalidRequest, "'\(key)' is required") }
         return value

@@ -56,7 +56,7 @@ extension ServiceAPI {
         router.on(.post, "/v1/observers/{id}/observations") { request, parameters in
             let body = try jsonBody(
                 request, allowed: ["object", "keyPath", "keyPaths", "options", "context", "throttle"])
-            let object = try body.required("object", body.string)
+            let object = try body.required("object") { try body.string($0) }
             var keyPaths: [String] = []
             if let keyPath = try body.string("keyPath") { keyPaths.append(keyPath) }
             keyPaths += try body.strings("keyPaths") ?? []

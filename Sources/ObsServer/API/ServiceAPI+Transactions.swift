@@ -14,7 +14,7 @@ extension ServiceAPI {
     static func transaction(_ body: JSONBody) throws -> Transaction {
         let id = try body.string("id")  // its alphabet is checked where the command applies
         var operations: [Command.Action] = []
-        for (index, item) in try body.required("operations", body.array).enumerated() {
+        for (index, item) in try body.required("operations", { try body.array($0) }).enumerated() {
             do {
                 operations.append(try operation(item))
             } catch let error as CoreError {
@@ -54,7 +54,7 @@ extension ServiceAPI {
             return try WriteBodies.setValue(object, keyPath, body)
         case "patch":
             let body = try body(OperationMembers.patch)
-            return try WriteBodies.patch(try body.required("object", body.string), body)
+            return try WriteBodies.patch(try body.required("object") { try body.string($0) }, body)
         case "create":
             return try WriteBodies.createObject(try body(OperationMembers.create))
         case "mutate":
@@ -63,12 +63,12 @@ extension ServiceAPI {
             return try WriteBodies.mutate(object, keyPath, body)
         case "delete":
             let body = try body(OperationMembers.delete)
-            return .deleteObject(object: try body.required("object", body.string))
+            return .deleteObject(object: try body.required("object") { try body.string($0) })
         case "post":
             return try WriteBodies.post(try body(OperationMembers.post))
         case "notify":
             let body = try body(OperationMembers.notify)
-            return try WriteBodies.notify(try body.required("object", body.string), body)
+            return try WriteBodies.notify(try body.required("object") { try body.string($0) }, body)
         default:
             var message = "unknown operation '\(op)'"
             var details: JSONObject = ["op": .string(op)]
@@ -85,7 +85,7 @@ extension ServiceAPI {
 extension ServiceAPI {
     /// An operation's `object` and `keyPath`: its single request's path.
     fileprivate static func target(_ body: JSONBody) throws -> (object: String, keyPath: String) {
-        (try body.required("object", body.string), try body.required("keyPath", body.string))
+        (try body.required("object") { try body.string($0) }, try body.required("keyPath") { try body.string($0) })
     }
 }
 

@@ -20,7 +20,9 @@ enum WriteBodies {
 
     /// `PATCH /v1/objects/{id}`
     static func patch(_ object: String, _ body: JSONBody) throws -> Command.Action {
-        .patch(object: object, values: try body.required("values", body.object), ifRevision: try body.int("ifRevision"))
+        .patch(
+            object: object, values: try body.required("values") { try body.object($0) },
+            ifRevision: try body.int("ifRevision"))
     }
 
     /// `PUT /v1/objects/{id}/values/{keyPath}`
@@ -31,9 +33,9 @@ enum WriteBodies {
 
     /// `POST /v1/objects/{id}/values/{keyPath}/mutations`
     static func mutate(_ object: String, _ keyPath: String, _ body: JSONBody) throws -> Command.Action {
-        let kind = try body.required("kind", body.string)
+        let kind = try body.required("kind") { try body.string($0) }
         var indexes: [Int] = []
-        for index in try body.required("indexes", body.array) {
+        for index in try body.required("indexes", { try body.array($0) }) {
             guard case .int(let value) = index else {
                 throw CoreError(.typeMismatch, "indexes must be integers, not \(index.typeNameWithArticle)")
             }
@@ -46,12 +48,12 @@ enum WriteBodies {
 
     /// `POST /v1/objects/{id}/notify`
     static func notify(_ object: String, _ body: JSONBody) throws -> Command.Action {
-        .notify(object: object, keyPaths: try body.required("keyPaths", body.strings))
+        .notify(object: object, keyPaths: try body.required("keyPaths") { try body.strings($0) })
     }
 
     /// `POST /v1/notifications`
     static func post(_ body: JSONBody) throws -> Command.Action {
-        let name = try body.required("name", body.string)
+        let name = try body.required("name") { try body.string($0) }
         let posting = try body.string("posting") ?? PostingStyle.now.rawValue
         guard PostingStyle(rawValue: posting) != nil else {
             throw CoreError(.invalidRequest, "posting must be now, asap or idle, not '\(posting)'")

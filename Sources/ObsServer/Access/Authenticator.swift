@@ -106,7 +106,7 @@ struct Authenticator: Sendable {
             guard header.hasPrefix("Bearer ") else { return nil }
             return header[header.utf8.index(header.utf8.startIndex, offsetBy: 7)...]
         }
-        guard request.isEventStream || request.isBeaconRemoval else { return nil }
+        guard !request.query.isEmpty, request.isEventStream || request.isBeaconRemoval else { return nil }
         return request.stringQuery("access_token").map { $0[...] }
     }
 

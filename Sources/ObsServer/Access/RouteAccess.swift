@@ -28,11 +28,8 @@ enum RouteAccess {
     /// What `request`'s route touches; `maker` tells whether an observer exists and which token made it.
     static func family(of request: HTTPRequest, maker: (String) -> (exists: Bool, tokenID: String?)) -> RouteFamily {
         let segments = request.segments
+        guard segments.first == "v1" else { return isOpen(request) ? .open : .admin }
         let reading = request.method == .get || request.method == .head
-        guard segments.first == "v1" else {
-            // Health, the OpenAPI document and the dashboard's files are open; metrics are not.
-            return reading && segments != ["metrics"] ? .open : .admin
-        }
         guard segments.count >= 2 else { return .admin }
         switch segments[1] {
         case "objects": return .objects(changing: !reading)
@@ -48,9 +45,12 @@ enum RouteAccess {
         }
     }
 
-    /// Whether `request` needs no credential at all.
+    /// Whether `request` needs no credential at all (its family is `.open`): health, the OpenAPI
+    /// document and the dashboard's files, read outside `/v1`; metrics are not.
     static func isOpen(_ request: HTTPRequest) -> Bool {
-        family(of: request) { _ in (false, nil) } == .open
+        let segments = request.segments
+        return segments.first != "v1" && (request.method == .get || request.method == .head)
+            && segments != ["metrics"]
     }
 
     /// Not an answer: the observer is unknown here (see `refusal`).

@@ -4,14 +4,29 @@ enum ASCII {
     /// Whether `bytes`, ASCII letters lowered, are `lowercase`.
     static func equalsLowercased(_ bytes: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
         guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
-        // One comparison per byte: a letter of `lowercase` also takes its upper case (`| 0x20`
-        // lowers exactly the letters onto themselves), anything else only itself.
-        let expected = lowercase.utf8Start
-        for index in 0..<bytes.count {
-            let (byte, want) = (bytes[index], expected[index])
-            guard byte == want || (byte | 0x20 == want && want &- UInt8(ascii: "a") < 26) else { return false }
+        // A letter of `lowercase` also takes its upper case (`| 0x20` lowers exactly the letters
+        // onto themselves), anything else only itself.
+        let expected = UnsafeRawPointer(lowercase.utf8Start)
+        func matches(at offset: Int) -> Bool {  // eight bytes at once
+            let want = expected.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            return bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self) | letters(in: want) == want
         }
-        return true
+        guard bytes.count >= 8 else {
+            return (0..<bytes.count).allSatisfy { index in
+                let (byte, want) = (bytes[index], expected.load(fromByteOffset: index, as: UInt8.self))
+                return byte == want || (byte | 0x20 == want && want &- UInt8(ascii: "a") < 26)
+            }
+        }
+        // Whole words, then the last eight bytes (overlapping the words before: equal is equal).
+        return stride(from: 0, to: bytes.count - 7, by: 8).allSatisfy(matches(at:)) && matches(at: bytes.count - 8)
+    }
+
+    /// 0x20 in each byte of `word` (ASCII, below 0x80: no byte carries into the next) that is a
+    /// lowercase letter, 0 in the others.
+    private static func letters(in word: UInt64) -> UInt64 {
+        let fromA = word &+ 0x1F1F_1F1F_1F1F_1F1F  // a byte's top bit set from `a` (0x61) up
+        let pastZ = word &+ 0x0505_0505_0505_0505  // and from `{` (0x7B), just past `z`, up
+        return (fromA & ~pastZ & 0x8080_8080_8080_8080) >> 2
     }
 
     /// Whether `text`, ASCII letters lowered, contains `lowercase` (a media type in `Accept`):

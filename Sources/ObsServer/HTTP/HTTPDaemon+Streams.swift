@@ -39,14 +39,8 @@ extension HTTPDaemon {
         body.start(
             StreamControl(wake: { [weak stream] in stream?.wake() }, abort: { [weak stream] in stream?.abort() }))
         Self.addHeaders(of: head, pending, to: created)
+        Self.uncountedWrites(on: connection)
         return MHD_queue_response(connection, UInt32(head.status), created) == .YES
-    }
-
-    /// `Content-Type` as a C string in the binary (a Swift string this short would be copied
-    /// into a new buffer for every call).
-    static var contentType: UnsafePointer<CChar> {
-        let name: StaticString = "Content-Type"
-        return UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)
     }
 
     /// The buffer libmicrohttpd allocates (zeroed) with each stream's response. Chunked (HTTP/1.1)

@@ -40,8 +40,10 @@ struct HTTPDaemonOptions: Sendable {
 /// Lifetime: the daemon must be stopped before this object is released
 /// (callbacks hold it unretained).
 final class HTTPDaemon: Sendable {
-    private let options: HTTPDaemonOptions
-    private let chain: MiddlewareChain
+    let options: HTTPDaemonOptions
+    let chain: MiddlewareChain
+    /// Whether answers are logged (the logger's level is fixed with it: checked once here).
+    let logsAnswers: Bool
     private let daemon = Locked<DaemonHandle?>(nil)
     /// Open event streams, so `stop()` can end them and wait for them (libmicrohttpd aborts
     /// when stopped with suspended connections).
@@ -61,6 +63,7 @@ final class HTTPDaemon: Sendable {
     init(options: HTTPDaemonOptions, chain: MiddlewareChain) throws {
         self.options = options
         self.chain = chain
+        logsAnswers = options.logger.logLevel <= .debug
         watcher = try SocketWatcher(.hangup, peerTimeout: options.peerTimeout, logger: options.logger)
         writable = try SocketWatcher(.writable, peerTimeout: options.peerTimeout, logger: options.logger)
     }
@@ -162,7 +165,7 @@ final class HTTPDaemon: Sendable {
         let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
         guard let pointer = requestContext.pointee else {
             let pending = PendingRequest(
-                method: String(cString: method), path: String(cString: url), framing: streamFraming(version))
+                method: HTTPMethod(cString: method), path: String(cString: url), framing: streamFraming(version))
             requestContext.pointee = Unmanaged.passRetained(pending).toOpaque()
             return daemon.begin(pending, connection)
         }
@@ -175,7 +178,12 @@ final class HTTPDaemon: Sendable {
                     pending.body = []
                 } else {
                     uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
-                        pending.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+                        let chunk = UnsafeBufferPointer(start: $0, count: size)
+                        if pending.body.isEmpty {
+                            pending.body = Array(chunk)
+                        } else {
+                            pending.body.append(contentsOf: chunk)
+                        }
                     }
                 }
             }
@@ -213,13 +221,10 @@ final class HTTPDaemon: Sendable {
 
     /// First call: read the headers and the query; refuse an announced body over the limit at once.
     private func begin(_ pending: PendingRequest, _ connection: OpaquePointer) -> MHD_Result {
-        var fields = RequestFields()
-        withUnsafeMutablePointer(to: &fields) { _ = cmhd_request_fields(connection, Self.fieldIterator, $0) }
-        pending.requestID = RequestID.accepting(fields.headers.requestID)
-        fields.headers.requestID = pending.requestID
-        swap(&pending.headers, &fields.headers)  // moved, not copied
-        swap(&pending.query, &fields.query)
-        guard let length = fields.contentLength.flatMap(Int.init), length > options.maxBodyBytes else { return .YES }
+        withUnsafeMutablePointer(to: &pending.fields) { _ = cmhd_request_fields(connection, Self.fieldIterator, $0) }
+        pending.requestID = RequestID.accepting(pending.fields.headers.requestID)
+        pending.fields.headers.requestID = pending.requestID
+        guard let length = pending.fields.contentLength, length > options.maxBodyBytes else { return .YES }
         // Answering before the body is read makes libmicrohttpd close the connection afterwards:
         // intended here. Through the middleware (CORS headers, figures), unless it would wait.
         let rejection = APIError.payloadTooLarge(limit: options.maxBodyBytes)
@@ -240,19 +245,15 @@ final class HTTPDaemon: Sendable {
             return send(deferred.take() ?? .close, pending, connection)
         }
         let reply = AnswerFirst.handling(pending) { chain.respond(pending.takeRequest(), pending) }
-        let result = send(reply, pending, connection)
         // A small answer to a peer that reads goes before the fan-out: libmicrohttpd writes it in
         // this turn of its loop and completes the request (which makes the deferred deliveries). A
         // stream or a parked answer has nothing to go before; a large answer, or one to a peer
         // with bytes piling up unread, might not complete soon, and its deliveries would wait
-        // with it (and, the logs waiting for one wake, everyone else's).
-        guard case .now(let answer) = reply, result == .YES, pending.deferredDeliveries != nil,
-            answer.body.count <= AnswerFirst.maxDeferringAnswerBytes,
-            (0...AnswerFirst.maxDeferringAnswerBytes).contains(Int(cmhd_connection_unsent_bytes(connection)))
-        else {
-            pending.makeDeferredDeliveries()
-            return result
-        }
+        // with it (and, the logs waiting for one wake, everyone else's). Decided before the
+        // answer is queued: what is unsent on the socket then is what it has to wait behind.
+        let defers = pending.deferredDeliveries != nil && goesAtOnce(reply, connection)
+        let result = send(reply, pending, connection)
+        if !defers || result != .YES { pending.makeDeferredDeliveries() }
         return result
     }
 
@@ -316,27 +317,10 @@ final class HTTPDaemon: Sendable {
         watcher.unwatch(socket, token: token)
     }
 
-    /// Tells the middleware of an answer as it is sent, and logs it (at debug level: one line
-    /// per request, with its id).
-    func report(_ pending: PendingRequest, status: Int) {
-        chain.answered(status, pending)
-        options.logger.debug(
-            "\(pending.method) \(pending.path) \(status)", metadata: pending.logMetadata(status: status))
-    }
-
-    /// Queues a complete answer, with the headers the middleware gave the request and its id.
     private func answered(_ pending: PendingRequest, _ answer: HTTPResponse, _ connection: OpaquePointer)
         -> MHD_Result
     {
-        report(pending, status: answer.status)
-        let created = answer.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-        }
-        guard let created else { return .NO }
-        defer { MHD_destroy_response(created) }
-        Self.addHeaders(of: answer, pending, to: created)
-        return MHD_queue_response(connection, UInt32(answer.status), created)
+        queue(answer, pending, connection) ? .YES : .NO
     }
 
     /// How libmicrohttpd frames a stream for a request of `version`: chunks for HTTP/1.1, raw
@@ -348,26 +332,7 @@ final class HTTPDaemon: Sendable {
         return .daemonOnly
     }
 
-    /// Adds an answer's `Content-Type` (when it has one) and headers, then those the middleware
-    /// gave its request (CORS) and `X-Request-Id`.
-    static func addHeaders(of answer: HTTPResponse, _ pending: PendingRequest, to response: OpaquePointer) {
-        if !answer.contentType.isEmpty {
-            answer.contentType.withCString { _ = MHD_add_response_header(response, contentType, $0) }
-        }
-        for (name, value) in answer.headers { add(name, value, to: response) }
-        for (name, value) in pending.answerHeaders { add(name, value, to: response) }
-        add("X-Request-Id", pending.requestID, to: response)
-    }
-
-    /// Adds one header. `withCString`: passing the strings themselves would copy each into a
-    /// new array on every call (Swift has no C string for a short one).
-    private static func add(_ name: String, _ value: String, to response: OpaquePointer) {
-        name.withCString { name in
-            value.withCString { value in _ = MHD_add_response_header(response, name, value) }
-        }
-    }
-
-    /// Collects a request's fields into a `RequestFields` (one thread, one call). The first of
+    /// Collects a request's fields into its `RequestFields` (one thread, one call). The first of
     /// a repeated header counts; a repeated query argument keeps its last value. Query arguments
     /// come raw (see `cmhd_keep_escaped`); `HTTPRequest` decodes them.
     private static let fieldIterator: MHD_KeyValueIteratorN = { context, kind, key, keySize, value, valueSize in

@@ -1,3 +1,5 @@
+import Glibc
+
 /// An HTTP method token.
 struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     let rawValue: String
@@ -11,6 +13,34 @@ struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible
     static let options = HTTPMethod(rawValue: "OPTIONS")
 
     var description: String { rawValue }
+}
+
+extension HTTPMethod {
+    /// The method of a request line: one of the constants when it is one (no string is made).
+    init(cString name: UnsafePointer<CChar>) {
+        let length = strlen(name)
+        func named(_ known: StaticString) -> Bool {
+            length == known.utf8CodeUnitCount && memcmp(name, known.utf8Start, length) == 0
+        }
+        self =
+            if named("PUT") {
+                .put
+            } else if named("GET") {
+                .get
+            } else if named("POST") {
+                .post
+            } else if named("DELETE") {
+                .delete
+            } else if named("HEAD") {
+                .head
+            } else if named("PATCH") {
+                .patch
+            } else if named("OPTIONS") {
+                .options
+            } else {
+                HTTPMethod(rawValue: String(cString: name))
+            }
+    }
 }
 
 /// The request headers the service reads. Collected once per request by the daemon.
@@ -52,7 +82,9 @@ final class HTTPRequest: Sendable {
         self.path = path
         self.segments = PercentDecoding.segments(of: path)
         var query: [String: String] = [:]
-        for (name, value) in rawQuery { query[PercentDecoding.decode(name)] = PercentDecoding.decode(value) }
+        if !rawQuery.isEmpty {
+            for (name, value) in rawQuery { query[PercentDecoding.decode(name)] = PercentDecoding.decode(value) }
+        }
         self.query = query
         self.headers = headers
         self.body = body

@@ -16,7 +16,7 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
         case parked(DeferredAnswer)
     }
 
-    let method: String
+    let method: HTTPMethod
     let path: String
     /// How a stream answer would be framed (from the request's HTTP version).
     let framing: StreamConnection.Framing
@@ -24,9 +24,8 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     // a time, and these are changed in place on every request (the body appended, all three
     // moved out; the route and headers set through `RequestContext`): the run-time checks were
     // a measurable share of a request (BENCHMARKS.md, "Figures behind the code").
-    @exclusivity(unchecked) var headers = HTTPHeaders()
-    /// Query arguments as libmicrohttpd hands them over (still percent-encoded).
-    @exclusivity(unchecked) var query: [String: String] = [:]
+    /// Headers and query arguments (still percent-encoded), collected in place as they are read.
+    @exclusivity(unchecked) var fields = RequestFields()
     @exclusivity(unchecked) var body: [UInt8] = []
     @exclusivity(unchecked) var phase = Phase.reading
     @exclusivity(unchecked) var rejection: APIError?
@@ -48,7 +47,7 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     var watch: (socket: Int32, token: UInt64)?
     let started = BootClock.nanoseconds
 
-    init(method: String, path: String, framing: StreamConnection.Framing) {
+    init(method: HTTPMethod, path: String, framing: StreamConnection.Framing) {
         self.method = method
         self.path = path
         self.framing = framing
@@ -78,11 +77,11 @@ final class PendingRequest: RequestContext, @unchecked Sendable {
     /// long as the stream, keeps none of it: idle streams stay small).
     func takeRequest() -> HTTPRequest {
         var (query, headers, body) = ([String: String](), HTTPHeaders(), [UInt8]())
-        swap(&query, &self.query)
-        swap(&headers, &self.headers)
+        swap(&query, &fields.query)
+        swap(&headers, &fields.headers)
         swap(&body, &self.body)
         return HTTPRequest(
-            method: HTTPMethod(rawValue: method), path: path, rawQuery: consume query, headers: consume headers,
+            method: method, path: path, rawQuery: consume query, headers: consume headers,
             body: consume body)
     }
 
