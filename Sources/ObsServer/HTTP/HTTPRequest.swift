@@ -16,30 +16,19 @@ struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible
 }
 
 extension HTTPMethod {
+    /// The methods the routes answer, the most frequent first.
+    private static let known: [(name: StaticString, method: HTTPMethod)] = [
+        ("PUT", .put), ("GET", .get), ("POST", .post), ("DELETE", .delete), ("HEAD", .head), ("PATCH", .patch),
+        ("OPTIONS", .options),
+    ]
+
     /// The method of a request line: one of the constants when it is one (no string is made).
     init(cString name: UnsafePointer<CChar>) {
         let length = strlen(name)
         func named(_ known: StaticString) -> Bool {
             length == known.utf8CodeUnitCount && memcmp(name, known.utf8Start, length) == 0
         }
-        self =
-            if named("PUT") {
-                .put
-            } else if named("GET") {
-                .get
-            } else if named("POST") {
-                .post
-            } else if named("DELETE") {
-                .delete
-            } else if named("HEAD") {
-                .head
-            } else if named("PATCH") {
-                .patch
-            } else if named("OPTIONS") {
-                .options
-            } else {
-                HTTPMethod(rawValue: String(cString: name))
-            }
+        self = Self.known.first { named($0.name) }?.method ?? HTTPMethod(rawValue: String(cString: name))
     }
 }
 
