@@ -62,11 +62,17 @@ def balance(server, name):
     return server.request("GET", f"/v1/objects/acct-{name}")[1]["values"]["balance"]
 
 
-def test_an_edit_shows_at_once_marked_pending_and_undo_discard_and_save_work(server_factory, browser):
+def balances_shown(server_factory, browser):
+    """A fresh server with the accounts, its dashboard open on their balances; the server."""
     server = server_factory().start()
     accounts(server)
     open_dashboard(browser, server)
     show_balances(browser)
+    return server
+
+
+def test_an_edit_shows_at_once_marked_pending_and_undo_discard_and_save_work(server_factory, browser):
+    server = balances_shown(server_factory, browser)
     edit(browser, "acct-a", "balance", "500")
     # At once, before any save: the value, the order (by balance), the mark, the count.
     wait(browser).until(lambda b: rows(b) == ["acct-b", "acct-c", "acct-a"])
@@ -99,10 +105,7 @@ def test_an_edit_shows_at_once_marked_pending_and_undo_discard_and_save_work(ser
 
 
 def test_a_conflict_shows_both_values_and_the_user_chooses(server_factory, browser):
-    server = server_factory().start()
-    accounts(server)
-    open_dashboard(browser, server)
-    show_balances(browser)
+    server = balances_shown(server_factory, browser)
     edit(browser, "acct-a", "balance", "70")
     shown(browser, CELL.format("acct-a", "balance"), "70")
     # Another client changes acct-a meanwhile; the context knows the revision it edited.
