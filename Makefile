@@ -205,8 +205,11 @@ bench: deps-bench release bench-fanout bench-peers bench-cluster bench-queries b
 ## (1,000 subscribers x 200 lockstep writes) under callgrind, strace -c -f and /proc's context
 ## switches, ObsServer and nginx+nchan side by side: instructions and system calls per delivery and
 ## per write, wake-ups per write. About 5 minutes; the table goes to build/bench-fanout.md.
-bench-fanout: deps-bench deps-valgrind release
+## Then the same counts for the floor (its column is named ObsServer): build/bench-fanout-floor.md.
+bench-fanout: deps-bench deps-valgrind release floor
 	python3 bench/fanout_counts.py --binary .build/release/obs-server --out build/bench-fanout.md
+	python3 bench/fanout_counts.py --binary build/floor/mhd_fanout --targets obsserver --tools callgrind,strace \
+	  --out build/bench-fanout-floor.md
 
 ## The floor (issue 46; BENCHMARKS.md, "Issue 46: the floor"): a bare libmicrohttpd server with ObsServer's
 ## daemon flags and direct writes, serving the shared bench's ObsServer adapter and bench/callgrind.py.
