@@ -26,8 +26,10 @@ def wait(browser, timeout=5):
 def open_dashboard(browser, server):
     """Opens the page and waits until its admin stream is live and its first snapshot is in."""
     browser.get(server.url + "/")
-    wait(browser, 10).until(EC.text_to_be_present_in_element((By.ID, "connection"), "live"))
-    wait(browser, 10).until(EC.text_to_be_present_in_element_attribute((By.ID, "dashboard"), "aria-busy", "false"))
+    # 20 s: a page's first load under `make test`'s parallel load (ThreadSanitizer's run beside two
+    # browser workers on two cores) once took over 10 s to go live; loaded alone it takes well under 1.
+    wait(browser, 20).until(EC.text_to_be_present_in_element((By.ID, "connection"), "live"))
+    wait(browser, 20).until(EC.text_to_be_present_in_element_attribute((By.ID, "dashboard"), "aria-busy", "false"))
 
 
 def shown(browser, selector, text, timeout=5):
