@@ -45,7 +45,11 @@ struct AnswerFirstTests {
         #expect(!AnswerFirst.hasLittleUnsent(bound: &failing, count: { nil }), "a failed count defers nothing")
     }
 
-    @Test("a writer that never reads its answers cannot hold up the deliveries of its writes")
+    @Test(
+        "a writer that never reads its answers cannot hold up the deliveries of its writes",
+        .disabled(
+            if: ProcessInfo.processInfo.environment["OBS_TSAN"] == "1",
+            "thousands of pipelined requests until the server's socket is full: minutes under ThreadSanitizer"))
     func unreadAnswersHoldNothing() throws {
         try withServer { server, client in
             // Writes alternate between two objects, each with its own observer and stream: the
@@ -67,7 +71,8 @@ struct AnswerFirstTests {
             // on an answer the writer does not read.
             var applied = [-1, -1]
             var stableSince = ContinuousClock.now
-            try waitUntil(within: .seconds(20), every: 0.05) {
+            // Bounded far above the few seconds it takes: a loaded machine is slower to fill the socket.
+            try waitUntil(within: .seconds(60), every: 0.05) {
                 for (index, object) in objects.enumerated() {
                     guard case .int(let value) = try client.get("/v1/objects/\(object)/values/n")["value"] else {
                         return false
