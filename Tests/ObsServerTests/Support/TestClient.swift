@@ -171,9 +171,14 @@ final class TestClient {
 }
 
 /// A TCP socket connected to 127.0.0.1:`port`.
-func connectLoopback(port: UInt16) throws -> Int32 {
+/// A socket connected to the server; `receiveBuffer`: its receive buffer, set before it connects
+/// (so that the window it offers from the first segment on is that small).
+func connectLoopback(port: UInt16, receiveBuffer: Int32? = nil) throws -> Int32 {
     let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socket >= 0 else { throw TestClientError("socket failed") }
+    if var size = receiveBuffer {
+        setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
