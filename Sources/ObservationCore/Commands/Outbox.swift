@@ -35,21 +35,26 @@ final class Outbox: Sendable {
 
     /// Queues a command's effects (under the store's lock, so in apply order). A command
     /// without effects still counts: its revision is settled once what came before is performed.
-    func enqueue(_ effects: Effects) {
+    func enqueue(_ effects: consuming Effects) {
+        var effects = effects
         queue.withLock { queue in
             queue.revision = max(queue.revision, effects.revision)
-            if !effects.isEmpty { queue.effects.append(effects) }
+            guard !effects.isEmpty else { return }
+            // Moved in, not copied: a copy retains each of its lists, and the original releases them.
+            queue.effects.append(Effects())
+            swap(&queue.effects[queue.effects.count - 1], &effects)
         }
     }
 
     /// Performs everything queued so far, in order.
     func perform() {
-        performQueued().make()
+        performQueued()?.make()
     }
 
     /// Puts everything queued so far into the logs, in order; the deliveries are the caller's
-    /// to make once it holds no lock (`deliver`).
-    func performQueued() -> OutboxDeliveries {
+    /// to make once it holds no lock (`deliver`). Nil when there are none (most writes nobody
+    /// streams: nothing is built for them, or destroyed).
+    func performQueued() -> OutboxDeliveries? {
         let (wake, barriers, tellTimer, ended) = performing.withLock {
             scratch -> ([EventLog], [EventLog.Barrier], Bool, [(id: String, reason: String)]) in
             // The queue takes the empty list back: neither list is copied or reallocated.
@@ -66,15 +71,21 @@ final class Outbox: Sendable {
             var barriers: [EventLog.Barrier] = []
             var tellTimer = false
             var ended: [(id: String, reason: String)] = []
-            for effects in scratch.batch {
-                if !effects.endedTokens.isEmpty { ended += effects.endedTokens }
-                for logged in effects.events where logged.log.append(logged.event, batch: performed) {
-                    scratch.touched.append(logged.log)
+            // By position: iterating the batch would copy each command's effects, retaining every list.
+            for command in scratch.batch.indices {
+                if !scratch.batch[command].endedTokens.isEmpty { ended += scratch.batch[command].endedTokens }
+                for event in scratch.batch[command].events.indices {
+                    let log = scratch.batch[command].events[event].log
+                    if log.append(scratch.batch[command].events[event].event, batch: performed) {
+                        scratch.touched.append(log)
+                    }
                 }
-                for log in effects.closedLogs where log.close() { order.append(log) }
+                for log in scratch.batch[command].closedLogs where log.close() { order.append(log) }
                 // Right after the events of the commands before it: between two revisions.
-                for (log, revision) in effects.barriers { barriers.append(log.barrier(revision: revision)) }
-                tellTimer = tellTimer || effects.timerMustLook
+                for (log, revision) in scratch.batch[command].barriers {
+                    barriers.append(log.barrier(revision: revision))
+                }
+                tellTimer = tellTimer || scratch.batch[command].timerMustLook
             }
             for log in scratch.touched where log.reveal() { order.append(log) }
             scratch.touched.emptyKeepingCapacity()
@@ -82,6 +93,7 @@ final class Outbox: Sendable {
             _ = performedRevision.max(revision, ordering: .releasing)
             return (order, barriers, tellTimer, ended)
         }
+        guard !wake.isEmpty || !barriers.isEmpty || tellTimer || !ended.isEmpty else { return nil }
         return OutboxDeliveries(
             wake: wake, barriers: barriers, timer: tellTimer ? timer.withLock { $0 } : nil,
             ended: ended.isEmpty ? nil : revocation.withLock { $0 }.map { ($0, ended) })

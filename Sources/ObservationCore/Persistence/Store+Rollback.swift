@@ -23,7 +23,7 @@ extension Store {
         throws(PersistenceError) -> (revision: Int, undoneThrough: Int)
     {
         let (deliveries, result) = try state.withLock {
-            state throws(PersistenceError) -> (OutboxDeliveries, (revision: Int, undoneThrough: Int)) in
+            state throws(PersistenceError) -> (OutboxDeliveries?, (revision: Int, undoneThrough: Int)) in
             // Every undone command's events into their logs first (none can come while the
             // store's lock is held), so that they can be taken out again.
             let deliveries = outbox.performQueued()
@@ -65,7 +65,7 @@ extension Store {
             for effects in replayed + [timer] { outbox.enqueue(effects) }
             return (deliveries, (restored.revision, restored.journal.sequence))
         }
-        deliveries.make()
+        deliveries?.make()
         outbox.perform()
         return result
     }

@@ -83,8 +83,11 @@ public final class Store: Sendable {
             let ticket = state.journal.enabled && outcome.reportsStoredState ? state.journal.lastRecorded : nil
             return (.success(Executed(outcome, ticket: ticket)), signal)
         }
-        let deliveries = outbox.performQueued()
-        if !deliveries.isEmpty, deliveryDeferral.withLock({ $0 })?.take(deliveries) != true { deliveries.make() }
+        if let deliveries = outbox.performQueued(), !deliveries.isEmpty,
+            deliveryDeferral.withLock({ $0 })?.take(deliveries) != true
+        {
+            deliveries.make()
+        }
         if signal { journalHandler.withLock { $0 }?.wake() }
         return try result.get()
     }
