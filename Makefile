@@ -24,7 +24,7 @@ LOW        := chrt --idle 0
 # Black-box workers (pytest-xdist, a file per worker at a time: a file's module fixtures stay whole).
 BLACKBOX_WORKERS ?= 3
 
-.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks bench-fanout floor soak callgrind clean help
+.PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench profile deps-perf bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks bench-fanout floor soak callgrind clean help
 
 help:
 	@echo "make run    - install what is missing, build, start on http://$(HOST):$(PORT)"
@@ -39,6 +39,7 @@ help:
 	@echo "make callgrind - release build, then instructions per PUT and per W2 write under callgrind"
 	@echo "make bench-fanout - release build, then instructions, system calls and wake-ups per W2 delivery, ObsServer and nchan (issue 46)"
 	@echo "make floor  - the bare libmicrohttpd server doing ObsServer's fan-out (issue 46): build/floor/mhd_fanout"
+	@echo "make profile - where a shared-bench workload's time goes, sampled with perf (WORKLOAD=w1|w2|w3; issue 46)"
 	@echo "make image  - the container image (podman or docker) around a release build made here (docs/DEPLOY.md)"
 
 ## System packages: checked (pkg-config, command -v) and, when missing, installed with apt-get by
@@ -282,6 +283,16 @@ soak: release
 CALLGRIND_RUNS ?= 1
 callgrind: deps-valgrind release
 	python3 bench/callgrind.py --binary .build/release/obs-server --runs $(CALLGRIND_RUNS)
+
+## Where a shared-bench workload's time goes (issue 46; bench/profile.py): the server sampled with
+## perf (cpu-clock, call graphs) in the workload's load phase; kernel and user-space shares, the
+## functions by self and by children. `make profile WORKLOAD=w1`; about a minute.
+WORKLOAD ?= w3
+profile: deps-bench deps-perf release
+	python3 bench/profile.py --binary .build/release/obs-server --workload $(WORKLOAD)
+
+deps-perf:
+	@.ci/packages perf
 
 clean:
 	rm -rf .build $(TSAN_DIR) $(STATIC_DIR) build
