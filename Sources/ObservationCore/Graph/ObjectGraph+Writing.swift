@@ -18,19 +18,30 @@ extension ObjectGraph {
     /// store, its values would be copied). `position`: where the target's object is in
     /// `objects` when it is `id` itself (valid until an object is added or removed), so that
     /// storing and propagating need not look it up again.
-    func checkedTarget(_ value: JSON, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError)
+    mutating func checkedTarget(_ value: JSON, at path: KeyPath, of id: String, ifRevision: Int?) throws(CoreError)
         -> (target: WriteTarget, position: ObjectPosition?)
     {
         guard let position = objects.index(forKey: id) else { throw CoreError.notFound("object", id) }
-        let object = objects.values[position]
-        try checkRevision(object, ifRevision)
-        let target = try writeTarget(path, from: object)
-        guard target.objectID == object.id else {
+        let (revision, className) = header(at: position)
+        try checkRevision(of: id, at: revision, ifRevision)
+        let target = try writeTarget(path, objectID: id, className: className)
+        guard target.objectID == id else {
             try checkAssignable(value, to: target)
             return (target, nil)
         }
-        try checkAssignable(value, to: target, in: object)
+        try checkAssignable(value, to: target, className: className)
         return (target, position)
+    }
+
+    /// The revision and class of the object at `position`, read where it is: read through the
+    /// dictionary's getter, an object is copied whole, each of its fields retained and released
+    /// (`mutating` only for the in-place access, as `Dictionary.inPlace`).
+    mutating func header(at position: ObjectPosition) -> (revision: Int, className: String?) {
+        Self.header(of: &objects.values[position])
+    }
+
+    private static func header(of object: inout StoredObject) -> (revision: Int, className: String?) {
+        (object.revision, object.className)
     }
 
     /// Where a write to `path` from object `id` lands (at revision `ifRevision`, when given).
@@ -43,19 +54,24 @@ extension ObjectGraph {
     /// Finds where `setValue:forKeyPath:` writes: every link but the last must
     /// be a plain JSON object or a reference; nothing is created on the way.
     func writeTarget(_ path: KeyPath, from object: StoredObject) throws(CoreError) -> WriteTarget {
+        try writeTarget(path, objectID: object.id, className: object.className)
+    }
+
+    /// `writeTarget(_:from:)` from the object `id` of class `className`.
+    func writeTarget(_ path: KeyPath, objectID id: String, className: String?) throws(CoreError) -> WriteTarget {
         // Every component a key (read in place: a write's path is not copied into an array).
         guard !path.hasCollectionOperator, case .key(let last)? = path.components.last else {
             throw CoreError(.invalidKeyPath, "'\(path)' uses a collection operator; it can be read, not set")
         }
-        try checker.check(path, from: object.className)
-        let id = object.id
+        try checker.check(path, from: className)
         var targetID = id
         var inner: [String] = []
         var walked: [String] = []
         for case .key(let key) in path.components.dropLast() {
             walked.append(key)
-            if inner.isEmpty, let target = targetID == id ? object : objects[targetID],
-                schema(of: target)?.properties[key]?.computed != nil
+            if inner.isEmpty,
+                schema(ofClass: targetID == id ? className : objects[targetID]?.className)?
+                    .properties[key]?.computed != nil
             {
                 throw CoreError(
                     .readOnly, "'\(walked.joined(separator: "."))' is computed; nothing can be set through it")
@@ -89,8 +105,13 @@ extension ObjectGraph {
     /// `checkAssignable(_:to:)` for the target's object, which the caller has at hand (passed
     /// borrowed: no copy of its fields).
     func checkAssignable(_ value: JSON, to target: WriteTarget, in object: StoredObject) throws(CoreError) {
+        try checkAssignable(value, to: target, className: object.className)
+    }
+
+    /// `checkAssignable(_:to:)` for a target whose object is of class `className`.
+    func checkAssignable(_ value: JSON, to target: WriteTarget, className: String?) throws(CoreError) {
         var type: PropertyType?
-        if target.inner.isEmpty, let schema = schema(of: object) {
+        if target.inner.isEmpty, let schema = schema(ofClass: className) {
             guard let spec = schema.properties[target.key] else {
                 throw CoreError.unknownKey(target.key, in: schema.name, candidates: schema.storedNames)
             }

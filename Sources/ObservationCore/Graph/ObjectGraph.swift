@@ -26,7 +26,11 @@ struct ObjectGraph: Sendable {
     }
 
     func schema(of object: StoredObject) -> ClassSchema? {
-        object.className.flatMap { classes[$0]?.schema }
+        schema(ofClass: object.className)
+    }
+
+    func schema(ofClass className: String?) -> ClassSchema? {
+        className.flatMap { classes[$0]?.schema }
     }
 
     func existingObject(_ id: String) throws(CoreError) -> StoredObject {
@@ -35,10 +39,15 @@ struct ObjectGraph: Sendable {
     }
 
     func checkRevision(_ object: StoredObject, _ expected: Int?) throws(CoreError) {
-        if let expected, expected != object.revision {
+        try checkRevision(of: object.id, at: object.revision, expected)
+    }
+
+    /// Throws `revisionMismatch` unless object `id`, at `revision`, is at `expected` (when given).
+    func checkRevision(of id: String, at revision: Int, _ expected: Int?) throws(CoreError) {
+        if let expected, expected != revision {
             throw CoreError(
-                .revisionMismatch, "object '\(object.id)' is at revision \(object.revision), not \(expected)",
-                details: ["revision": .int(object.revision), "expected": .int(expected)])
+                .revisionMismatch, "object '\(id)' is at revision \(revision), not \(expected)",
+                details: ["revision": .int(revision), "expected": .int(expected)])
         }
     }
 

@@ -11,11 +11,16 @@ struct ToManyChange {
 extension StoreState {
     /// The place a write of `value` at `target` changes, with the policy of the key set there.
     /// `position`: where the target's object is, when the caller knows.
-    func write(at target: WriteTarget, storing value: JSON, position: ObjectPosition? = nil) -> Write {
+    mutating func write(at target: WriteTarget, storing value: JSON, position: ObjectPosition? = nil) -> Write {
         let location = ObjectPath(objectID: target.objectID, keys: target.keys)
         let topLevelKey = target.inner.first ?? target.key
-        let object = position.map { graph.objects.values[$0] } ?? graph.objects[target.objectID]
-        let policy = object.flatMap { graph.schema(of: $0)?.properties[topLevelKey]?.notify } ?? .always
+        let className: String?
+        if let position {
+            className = graph.header(at: position).className
+        } else {
+            className = graph.objects[target.objectID]?.className
+        }
+        let policy = graph.schema(ofClass: className)?.properties[topLevelKey]?.notify ?? .always
         return Write(location: location, policy: policy, stored: value)
     }
 
