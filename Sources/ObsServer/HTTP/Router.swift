@@ -2,9 +2,9 @@ import Logging
 import ObservationCore
 
 /// Path parameters of a matched route (`{id}` → value): the request's segments, read through
-/// the route's table of where each parameter is (nothing is built per request).
+/// the route's table of where each parameter is (a value is decoded when it is read).
 struct RouteParameters: Sendable {
-    fileprivate var segments: [String] = []
+    fileprivate let request: HTTPRequest
     /// At most a few per route: a linear search beats hashing here.
     fileprivate var positions: [(name: String, index: Int)] = []
     /// Who is calling (`AuthMiddleware`): what its commands carry and its reads may show.
@@ -13,7 +13,7 @@ struct RouteParameters: Sendable {
     /// The value of `{name}` in the route's pattern.
     subscript(name: String) -> String {
         guard let index = positions.first(where: { $0.name == name })?.index else { return "" }
-        return segments[index]
+        return request.segments[index]
     }
 }
 
@@ -51,16 +51,6 @@ fileprivate enum Segment: Sendable, Equatable {
 /// A class: the router looks at several per request, and a reference is cheaper to pass
 /// around than a copy of every field.
 fileprivate final class Route: Sendable {
-    /// Every parameter in a path (ids, names, key paths) is ASCII by the naming rules: an empty
-    /// segment, a control character or anything beyond ASCII never names anything, so no route
-    /// matches it (404). Spaces and other printable characters reach the handler, which says
-    /// what is wrong with the name (400). (Swift compares strings by canonical equivalence:
-    /// without this, a KELVIN SIGN would name the object `K`.)
-    static func isParameter(_ segment: String) -> Bool {
-        var segment = segment
-        return segment.withUTF8 { bytes in !bytes.isEmpty && bytes.allSatisfy { (0x20...0x7E).contains($0) } }
-    }
-
     let method: HTTPMethod
     let pattern: String
     let segments: [Segment]
@@ -69,6 +59,8 @@ fileprivate final class Route: Sendable {
     let label: RouteLabel
     /// Where each `{name}` is in the path.
     let positions: [(name: String, index: Int)]
+    /// Where each literal segment is in the path, and its UTF-8 bytes.
+    let literals: [(text: PlainText, index: Int)]
 
     init(method: HTTPMethod, pattern: String, segments: [Segment], handler: @escaping RouteHandler, label: RouteLabel) {
         self.method = method
@@ -80,15 +72,20 @@ fileprivate final class Route: Sendable {
             guard case .parameter(let name) = segment else { return nil }
             return (name, index)
         }
+        literals = segments.enumerated().compactMap { index, segment in
+            guard case .literal(let text) = segment else { return nil }
+            return (PlainText(text), index)
+        }
     }
 
-    /// Whether a path of as many segments as the pattern's matches it.
-    func matches(_ parts: [String]) -> Bool {
+    /// Whether a path of as many segments as the pattern's matches it. A parameter must be a
+    /// name (`PathSegment.isName`): any other segment names nothing, so no route matches it
+    /// (404); spaces and other printable characters reach the handler, which says what is wrong
+    /// with the name (400).
+    func matches(_ path: PathSegments) -> Bool {
         // Literals first: most routes are ruled out by them.
-        for (segment, part) in zip(segments, parts) {
-            if case .literal(let literal) = segment, literal != part { return false }
-        }
-        return positions.allSatisfy { Self.isParameter(parts[$0.index]) }
+        for (text, index) in literals where !path.segment(index, is: text) { return false }
+        return positions.allSatisfy { path.isName($0.index) }
     }
 }
 
@@ -103,20 +100,20 @@ struct Router: Sendable {
     /// The answer of the route that matches (405 with `Allow`, or 404, when none does); the
     /// route's label goes to `context` (figures).
     func respond(to request: HTTPRequest, _ context: any RequestContext) -> Reply {
-        let parts = request.segments
+        let path = request.segments
         let method = request.method == .head ? HTTPMethod.get : request.method
-        let candidates = parts.count < bySegments.count ? bySegments[parts.count] : []
-        for route in candidates where route.method == method && route.matches(parts) {
+        let candidates = path.count < bySegments.count ? bySegments[path.count] : []
+        for route in candidates where route.method == method && route.matches(path) {
             context.route = route.label
             return run(
                 route.handler, request,
-                RouteParameters(segments: parts, positions: route.positions, caller: context.caller))
+                RouteParameters(request: request, positions: route.positions, caller: context.caller))
         }
-        let allowed = candidates.filter { $0.matches(parts) }.map(\.method)
+        let allowed = candidates.filter { $0.matches(path) }.map(\.method)
         if !allowed.isEmpty { return .now(APIError.methodNotAllowed(request.method, allowed: allowed).response) }
-        if let fallback, method == .get, parts.first != "v1" {
+        if let fallback, method == .get, !path.inAPI {
             context.route = .staticFiles
-            return run(fallback, request, RouteParameters())
+            return run(fallback, request, RouteParameters(request: request))
         }
         return .now(APIError.routeNotFound(request.path).response)
     }
