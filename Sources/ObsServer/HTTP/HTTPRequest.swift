@@ -3,16 +3,34 @@ import Glibc
 /// An HTTP method token.
 struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     let rawValue: String
+    /// The method's place among those the routes answer (`names`), from 1; 0 for any other.
+    /// Equal methods have equal tags, so most comparisons (several per request) compare these.
+    private let tag: UInt8
 
-    static let get = HTTPMethod(rawValue: "GET")
-    static let head = HTTPMethod(rawValue: "HEAD")
-    static let post = HTTPMethod(rawValue: "POST")
+    init(rawValue: String) {
+        self.rawValue = rawValue
+        tag = Self.names.firstIndex(of: rawValue).map { UInt8($0 + 1) } ?? 0
+    }
+
+    private static let names = ["PUT", "GET", "POST", "DELETE", "HEAD", "PATCH", "OPTIONS"]
+
     static let put = HTTPMethod(rawValue: "PUT")
-    static let patch = HTTPMethod(rawValue: "PATCH")
+    static let get = HTTPMethod(rawValue: "GET")
+    static let post = HTTPMethod(rawValue: "POST")
     static let delete = HTTPMethod(rawValue: "DELETE")
+    static let head = HTTPMethod(rawValue: "HEAD")
+    static let patch = HTTPMethod(rawValue: "PATCH")
     static let options = HTTPMethod(rawValue: "OPTIONS")
 
     var description: String { rawValue }
+
+    static func == (a: HTTPMethod, b: HTTPMethod) -> Bool {
+        a.tag == b.tag && (a.tag != 0 || a.rawValue == b.rawValue)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(rawValue)
+    }
 }
 
 extension HTTPMethod {
