@@ -48,8 +48,7 @@ enum RouteAccess {
     /// document and the dashboard's files, read outside `/v1`; metrics are not.
     static func isOpen(_ request: HTTPRequest) -> Bool {
         let segments = request.segments
-        return !segments.inAPI && (request.method == .get || request.method == .head)
-            && !segments.are("metrics")
+        return (request.method == .get || request.method == .head) && !segments.inAPI && !segments.are("metrics")
     }
 
     /// Not an answer: the observer is unknown here (see `refusal`).
