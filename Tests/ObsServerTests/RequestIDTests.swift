@@ -43,7 +43,7 @@ struct RequestIDTests {
     }
 
     @Test("a made id is the process's eight hex digits, a dash, then the counter in at least six")
-    func madeIDs() throws {
+    func madeIDFormat() throws {
         let (first, second) = (RequestID.make(), RequestID.make())
         for id in [first, second] {
             let parts = id.split(separator: "-", omittingEmptySubsequences: false)
