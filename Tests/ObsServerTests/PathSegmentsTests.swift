@@ -35,10 +35,29 @@ struct PathSegmentsTests {
         // String compares by canonical equivalence: a KELVIN SIGN, sent or encoded, is a K.
         #expect(path.segment(5, is: "K") == ("\u{212A}" == "K") && path.segment(6, is: "K") == ("\u{212A}" == "K"))
         #expect(path.segment(7, is: "v1") && !path.segment(8, is: "v1") && path.segment(8, is: ""))
-        #expect(path.segment(2, is: PlainText("objects")) && !path.segment(3, is: PlainText("objects")))
         #expect(PathSegments("/v%31/x").inAPI && !PathSegments("/v2/x").inAPI && !PathSegments("/").inAPI)
         #expect(PathSegments("/metrics").are("metrics") && !PathSegments("/metrics/").are("metrics"))
         #expect(PathSegments("/v1/events").are("v1", "events") && !PathSegments("/v1/events/x").are("v1", "events"))
+    }
+
+    @Test("a pattern matches as many segments, each literal equal, each parameter a name")
+    func patterns() {
+        let pattern = PathPattern("/v1/objects/{id}/values/{keyPath}")
+        #expect(pattern.count == 5 && pattern.parameters.map(\.name) == ["id", "keyPath"])
+        for path in [
+            "/v1/objects/a/values/b", "/v1/%6Fbjects/a%2Fb/values/%41", "/v1/objects/a b/values/~",
+            "v1/objects/a/values/b",
+        ] {
+            #expect(PathSegments(path).matches(pattern), "\(path)")
+        }
+        for path in [
+            "/v1/objects/a/values/b/", "/v1/objects//values/b", "/v1/objects/a%00/values/b", "/v1/objects/é/values/b",
+            "/v1/object/a/values/b", "/v1/objects/a/values", "/v1/objects/a/Values/b", "/v1/objects/a/values/%C3%A9",
+            "/v1/objects/a%7F/values/b", "/v2/objects/a/values/b",
+        ] {
+            #expect(!PathSegments(path).matches(pattern), "\(path)")
+        }
+        #expect(PathSegments("/").matches(PathPattern("/")) && !PathSegments("//").matches(PathPattern("/")))
     }
 
     @Test("a name is 1 or more printable ASCII characters once decoded")

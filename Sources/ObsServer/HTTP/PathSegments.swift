@@ -61,9 +61,40 @@ struct PathSegments: RandomAccessCollection, Sendable {
         segment(index, is: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    /// Whether segment `index`, decoded, is `text`, as `String` compares them.
-    func segment(_ index: Int, is text: PlainText) -> Bool {
-        text.bytes.withUnsafeBytes { segment(index, is: $0) }
+    /// Whether the path matches `pattern`: as many segments, each literal equal to its segment (as
+    /// `segment(_:is:)` compares), each parameter's segment a name (`isName`). Read in one look at
+    /// the path's bytes; only a segment with an escape, or beyond ASCII, is decoded.
+    func matches(_ pattern: PathPattern) -> Bool {
+        guard count == pattern.count else { return false }
+        let plainly = pattern.text.withUnsafeBytes { text in
+            withBytes { bytes -> Bool? in
+                for (literal, index) in pattern.literals {
+                    let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[bounds(of: index)]))
+                    let expected = UnsafeRawBufferPointer(rebasing: text[literal])
+                    if raw.count == expected.count,
+                        raw.isEmpty || memcmp(raw.baseAddress!, expected.baseAddress!, raw.count) == 0
+                    {
+                        continue
+                    }
+                    return Self.isPlain(raw) ? false : nil
+                }
+                for (_, index) in pattern.parameters {
+                    let raw = bytes[bounds(of: index)]
+                    guard !raw.isEmpty else { return false }
+                    var escaped = false
+                    for byte in raw {
+                        guard byte &- 0x20 <= 0x5E else { return false }  // below 0x20, or above 0x7E
+                        escaped = escaped || byte == UInt8(ascii: "%")
+                    }
+                    if escaped { return nil }
+                }
+                return true
+            }
+        }
+        if let plainly { return plainly }
+        return pattern.literals.allSatisfy { literal, index in
+            pattern.text.withUnsafeBytes { segment(index, is: UnsafeRawBufferPointer(rebasing: $0[literal])) }
+        } && pattern.parameters.allSatisfy { isName($0.index) }
     }
 
     /// Whether segment `index`, decoded, is `text` (ASCII without `%`), as `String` compares them.
@@ -77,7 +108,7 @@ struct PathSegments: RandomAccessCollection, Sendable {
             if raw.count == text.count, raw.isEmpty || memcmp(raw.baseAddress!, text.baseAddress!, raw.count) == 0 {
                 return true
             }
-            return raw.contains { $0 >= 0x80 || $0 == UInt8(ascii: "%") } ? nil : false
+            return Self.isPlain(raw) ? false : nil
         }
         return verdict ?? (self[index] == String(decoding: text, as: UTF8.self))
     }
@@ -109,6 +140,11 @@ struct PathSegments: RandomAccessCollection, Sendable {
         return decoded.withUTF8 { !$0.isEmpty && $0.allSatisfy { (0x20...0x7E).contains($0) } }
     }
 
+    /// Whether a segment's bytes are ASCII without `%`: decoded, it is these bytes.
+    private static func isPlain(_ raw: UnsafeRawBufferPointer) -> Bool {
+        !raw.contains { $0 >= 0x80 || $0 == UInt8(ascii: "%") }
+    }
+
     /// Where segment `index` is in the path's bytes.
     @inline(__always)
     private func bounds(of index: Int) -> Range<Int> {
@@ -128,12 +164,29 @@ struct PathSegments: RandomAccessCollection, Sendable {
     }
 }
 
-/// A text a path segment is compared with, made once (a route's literal): ASCII without `%`.
-struct PlainText: Sendable {
-    fileprivate let bytes: [UInt8]
+/// A route's pattern (`/v1/objects/{id}/values/{keyPath}`), as `PathSegments.matches` reads it:
+/// how many segments, its literal segments' bytes (ASCII without `%`), where its parameters are.
+struct PathPattern: Sendable {
+    let count: Int
+    /// Where each `{name}` is in the path.
+    let parameters: [(name: String, index: Int)]
+    /// Each literal segment: where its bytes are in `text`, and where it is in the path.
+    fileprivate let literals: [(bytes: Range<Int>, index: Int)]
+    fileprivate let text: [UInt8]
 
-    init(_ string: String) {
-        precondition(string.utf8.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: "%") }, "\(string) is not plain")
-        bytes = Array(string.utf8)
+    init(_ pattern: String) {
+        let segments = pattern.split(separator: "/", omittingEmptySubsequences: true)
+        var parameters: [(name: String, index: Int)] = []
+        var (literals, text): ([(bytes: Range<Int>, index: Int)], [UInt8]) = ([], [])
+        for (index, segment) in segments.enumerated() {
+            if segment.hasPrefix("{") && segment.hasSuffix("}") {
+                parameters.append((String(segment.dropFirst().dropLast()), index))
+            } else {
+                precondition(segment.utf8.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: "%") }, "\(pattern): not plain")
+                literals.append((text.count..<(text.count + segment.utf8.count), index))
+                text += segment.utf8
+            }
+        }
+        (count, self.parameters, self.literals, self.text) = (segments.count, parameters, literals, text)
     }
 }

@@ -26,26 +26,17 @@ struct RouterBuilder {
 
     /// Adds `handler` for `method` on `pattern`, e.g. `/v1/objects/{id}/values/{keyPath}`.
     mutating func on(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping RouteHandler) {
-        let segments = pattern.split(separator: "/").map { part in
-            part.hasPrefix("{") && part.hasSuffix("}")
-                ? Segment.parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
-        }
         let label = RouteLabel(name: "\(method) \(pattern)", number: RouteLabel.firstRouteNumber + routes.count)
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler, label: label))
+        routes.append(Route(method: method, pattern: pattern, handler: handler, label: label))
     }
 
     /// The frozen router. `fallback` answers GET requests no route matches (static files).
     func build(logger: Logger, fallback: RouteHandler? = nil) -> Router {
-        let longest = routes.map(\.segments.count).max() ?? 0
+        let longest = routes.map(\.path.count).max() ?? 0
         var bySegments = [[Route]](repeating: [], count: longest + 1)
-        for route in routes { bySegments[route.segments.count].append(route) }
+        for route in routes { bySegments[route.path.count].append(route) }
         return Router(all: routes, bySegments: bySegments, fallback: fallback, logger: logger)
     }
-}
-
-fileprivate enum Segment: Sendable, Equatable {
-    case literal(String)
-    case parameter(String)
 }
 
 /// A class: the router looks at several per request, and a reference is cheaper to pass
@@ -53,40 +44,24 @@ fileprivate enum Segment: Sendable, Equatable {
 fileprivate final class Route: Sendable {
     let method: HTTPMethod
     let pattern: String
-    let segments: [Segment]
+    let path: PathPattern
     let handler: RouteHandler
     /// `GET /v1/objects/{id}`: the route's name in figures.
     let label: RouteLabel
-    /// Where each `{name}` is in the path.
-    let positions: [(name: String, index: Int)]
-    /// Where each literal segment is in the path, and its UTF-8 bytes.
-    let literals: [(text: PlainText, index: Int)]
 
-    init(method: HTTPMethod, pattern: String, segments: [Segment], handler: @escaping RouteHandler, label: RouteLabel) {
+    init(method: HTTPMethod, pattern: String, handler: @escaping RouteHandler, label: RouteLabel) {
         self.method = method
         self.pattern = pattern
-        self.segments = segments
+        path = PathPattern(pattern)
         self.handler = handler
         self.label = label
-        positions = segments.enumerated().compactMap { index, segment in
-            guard case .parameter(let name) = segment else { return nil }
-            return (name, index)
-        }
-        literals = segments.enumerated().compactMap { index, segment in
-            guard case .literal(let text) = segment else { return nil }
-            return (PlainText(text), index)
-        }
     }
 
     /// Whether a path of as many segments as the pattern's matches it. A parameter must be a
-    /// name (`PathSegment.isName`): any other segment names nothing, so no route matches it
+    /// name (`PathSegments.isName`): any other segment names nothing, so no route matches it
     /// (404); spaces and other printable characters reach the handler, which says what is wrong
     /// with the name (400).
-    func matches(_ path: PathSegments) -> Bool {
-        // Literals first: most routes are ruled out by them.
-        for (text, index) in literals where !path.segment(index, is: text) { return false }
-        return positions.allSatisfy { path.isName($0.index) }
-    }
+    func matches(_ segments: PathSegments) -> Bool { segments.matches(path) }
 }
 
 struct Router: Sendable {
@@ -107,7 +82,7 @@ struct Router: Sendable {
             context.route = route.label
             return run(
                 route.handler, request,
-                RouteParameters(request: request, positions: route.positions, caller: context.caller))
+                RouteParameters(request: request, positions: route.path.parameters, caller: context.caller))
         }
         let allowed = candidates.filter { $0.matches(path) }.map(\.method)
         if !allowed.isEmpty { return .now(APIError.methodNotAllowed(request.method, allowed: allowed).response) }
