@@ -42,6 +42,19 @@ struct RequestIDTests {
         }
     }
 
+    @Test("a made id is the process's eight hex digits, a dash, then the counter in at least six")
+    func madeIDFormat() throws {
+        let (first, second) = (RequestID.make(), RequestID.make())
+        for id in [first, second] {
+            let parts = id.split(separator: "-", omittingEmptySubsequences: false)
+            #expect(parts.count == 2 && parts[0].count == 8 && parts[1].count >= 6, "\(id)")
+            #expect(id.utf8.allSatisfy { Array("0123456789abcdef-".utf8).contains($0) }, "\(id)")
+        }
+        #expect(first.prefix(9) == second.prefix(9))
+        let counters = try [first, second].map { try #require(UInt64($0.dropFirst(9), radix: 16)) }
+        #expect(counters[1] > counters[0], "\(first) then \(second)")
+    }
+
     @Test("a client's X-Request-Id comes back in the answer and in the request's log line")
     func clientID() throws {
         let server = try LoggedServer()

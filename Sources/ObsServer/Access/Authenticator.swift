@@ -128,16 +128,16 @@ struct Authenticator: Sendable {
 extension HTTPRequest {
     /// `POST /v1/observers/{id}/remove`: `navigator.sendBeacon` cannot set headers either (section 14).
     var isBeaconRemoval: Bool {
-        method == .post && segments.count == 4 && segments[0] == "v1" && segments[1] == "observers"
-            && segments[3] == "remove"
+        method == .post && segments.count == 4 && segments.segment(0, is: "v1")
+            && segments.segment(1, is: "observers") && segments.segment(3, is: "remove")
     }
 
     /// An event stream (SSE, NDJSON or a poll) of an observer or of the admin.
     var isEventStream: Bool {
         method == .get
-            && (segments == ["v1", "events"]
-                || (segments.count == 4 && segments[0] == "v1" && segments[1] == "observers"
-                    && segments[3] == "events"))
+            && (segments.are("v1", "events")
+                || (segments.count == 4 && segments.segment(0, is: "v1") && segments.segment(1, is: "observers")
+                    && segments.segment(3, is: "events")))
     }
 }
 

@@ -9,7 +9,7 @@ struct StaticFiles: Sendable {
     let root: String
 
     func serve(_ request: HTTPRequest) throws -> HTTPResponse {
-        let parts = request.segments.isEmpty ? ["index.html"] : request.segments
+        let parts = request.segments.isEmpty ? ["index.html"] : Array(request.segments)
         guard parts.allSatisfy(Self.isPlainName) else { throw APIError.routeNotFound(request.path) }
         let relative = parts.joined(separator: "/")
         guard let data = FileManager.default.contents(atPath: root + "/" + relative),

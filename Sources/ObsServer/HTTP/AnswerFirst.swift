@@ -52,7 +52,8 @@ enum AnswerFirst {
     /// handled on this thread; false (make them at once) on any other thread.
     static func deferDeliveries(_ deliveries: OutboxDeliveries) -> Bool {
         guard let pointer = pthread_getspecific(key) else { return false }
-        Unmanaged<PendingRequest>.fromOpaque(pointer).takeUnretainedValue().deferDeliveries(deliveries)
+        // Borrowed: the request is being handled on this thread, which holds it.
+        Unmanaged<PendingRequest>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.deferDeliveries(deliveries) }
         return true
     }
 }

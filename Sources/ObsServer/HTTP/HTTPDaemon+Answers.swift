@@ -60,11 +60,11 @@ extension HTTPDaemon {
     static func addHeaders(of answer: HTTPResponse, _ pending: PendingRequest, to response: OpaquePointer) -> Int {
         var bytes = 0
         if !answer.contentType.isEmpty {
-            bytes += add(contentType, answer.contentType, to: response)
+            bytes += add("Content-Type", answer.contentType, to: response)
         }
         for (name, value) in answer.headers { bytes += name.withCString { add($0, value, to: response) } }
         for (name, value) in pending.answerHeaders { bytes += name.withCString { add($0, value, to: response) } }
-        return bytes + add(requestIDName, pending.requestID, to: response)
+        return bytes + add("X-Request-Id", pending.requestID, to: response)
     }
 
     /// Adds one header; returns its bytes in the answer (`name: value` and CRLF). `withCString`:
@@ -76,12 +76,13 @@ extension HTTPDaemon {
         }
     }
 
-    /// Header names as C strings in the binary (a Swift string this short would be copied into
-    /// a new buffer for every call).
-    private static var contentType: UnsafePointer<CChar> { cString("Content-Type") }
-    private static var requestIDName: UnsafePointer<CChar> { cString("X-Request-Id") }
-
-    private static func cString(_ text: StaticString) -> UnsafePointer<CChar> {
-        UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
+    /// Adds a header whose name is a C string in the binary (a Swift string this short would be
+    /// copied into a new buffer for every call); lengths as Swift knows them, not counted again.
+    private static func add(_ name: StaticString, _ value: String, to response: OpaquePointer) -> Int {
+        value.withCString { cValue in
+            _ = MHD_add_response_header(
+                response, UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self), cValue)
+            return name.utf8CodeUnitCount + value.utf8.count + 4
+        }
     }
 }

@@ -162,35 +162,40 @@ final class HTTPDaemon: Sendable {
         guard let context, let connection, let url, let method, let uploadDataSize, let requestContext else {
             return .NO
         }
-        let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
-        guard let pointer = requestContext.pointee else {
-            let pending = PendingRequest(
-                method: HTTPMethod(cString: method), path: String(cString: url), framing: streamFraming(version))
-            requestContext.pointee = Unmanaged.passRetained(pending).toOpaque()
-            return daemon.begin(pending, connection)
-        }
-        let pending = Unmanaged<PendingRequest>.fromOpaque(pointer).takeUnretainedValue()
-        let size = uploadDataSize.pointee
-        if size > 0 {
-            if let uploadData, pending.rejection == nil {
-                if pending.body.count + size > daemon.options.maxBodyBytes {
-                    pending.rejection = APIError.payloadTooLarge(limit: daemon.options.maxBodyBytes)
-                    pending.body = []
-                } else {
-                    uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
-                        let chunk = UnsafeBufferPointer(start: $0, count: size)
-                        if pending.body.isEmpty {
-                            pending.body = Array(chunk)
-                        } else {
-                            pending.body.append(contentsOf: chunk)
-                        }
-                    }
-                }
+        // Both borrowed, not retained: the daemon outlives its callbacks, and `requestContext`
+        // holds the request until `completedHandler`, which never runs inside this call.
+        return Unmanaged<HTTPDaemon>.fromOpaque(context)._withUnsafeGuaranteedRef { daemon in
+            guard let pointer = requestContext.pointee else {
+                let pending = PendingRequest(
+                    method: HTTPMethod(cString: method), path: String(cString: url), framing: streamFraming(version))
+                requestContext.pointee = Unmanaged.passRetained(pending).toOpaque()
+                return daemon.begin(pending, connection)
             }
-            uploadDataSize.pointee = 0
-            return .YES
+            return Unmanaged<PendingRequest>.fromOpaque(pointer)._withUnsafeGuaranteedRef { pending in
+                let size = uploadDataSize.pointee
+                guard size > 0 else { return daemon.finish(pending, connection) }
+                if let uploadData, pending.rejection == nil { daemon.take(uploadData, size, into: pending) }
+                uploadDataSize.pointee = 0
+                return .YES
+            }
         }
-        return daemon.finish(pending, connection)
+    }
+
+    /// Keeps a body chunk (or refuses the body, once it is over the limit).
+    private func take(_ chunk: UnsafeRawPointer, _ size: Int, into pending: PendingRequest) {
+        guard pending.body.count + size <= options.maxBodyBytes else {
+            pending.rejection = APIError.payloadTooLarge(limit: options.maxBodyBytes)
+            pending.body = []
+            return
+        }
+        chunk.withMemoryRebound(to: UInt8.self, capacity: size) {
+            let chunk = UnsafeBufferPointer(start: $0, count: size)
+            if pending.body.isEmpty {
+                pending.body = Array(chunk)
+            } else {
+                pending.body.append(contentsOf: chunk)
+            }
+        }
     }
 
     /// libmicrohttpd's own messages, mostly clients that went away mid-stream: debug level.
@@ -207,16 +212,22 @@ final class HTTPDaemon: Sendable {
         guard let requestContext, let pointer = requestContext.pointee else { return }
         let pending = Unmanaged<PendingRequest>.fromOpaque(pointer).takeRetainedValue()
         pending.makeDeferredDeliveries()  // its answer is written (or the connection is gone)
+        // Borrowed, not retained: the daemon outlives its callbacks.
         if let context {
-            let daemon = Unmanaged<HTTPDaemon>.fromOpaque(context).takeUnretainedValue()
-            daemon.unwatch(pending)
-            // A parked request that ends without being resumed (its connection closed) leaves no entry.
-            if case .parked(let deferred) = pending.phase {
-                daemon.parked.withLock { $0.answers[ObjectIdentifier(deferred)] = nil }
-            }
-            if pending.countedInFlight { daemon.answersInFlight.withLock { $0 -= 1 } }
+            Unmanaged<HTTPDaemon>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.release(pending) }
         }
         requestContext.pointee = nil
+    }
+
+    /// What the daemon keeps of a request that completes: its socket's watch, its parked entry,
+    /// its count in flight.
+    private func release(_ pending: PendingRequest) {
+        unwatch(pending)
+        // A parked request that ends without being resumed (its connection closed) leaves no entry.
+        if case .parked(let deferred) = pending.phase {
+            parked.withLock { $0.answers[ObjectIdentifier(deferred)] = nil }
+        }
+        if pending.countedInFlight { answersInFlight.withLock { $0 -= 1 } }
     }
 
     /// First call: read the headers and the query; refuse an announced body over the limit at once.

@@ -3,16 +3,34 @@ import Glibc
 /// An HTTP method token.
 struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     let rawValue: String
+    /// The method's place among those the routes answer (`names`), from 1; 0 for any other.
+    /// Equal methods have equal tags, so most comparisons (several per request) compare these.
+    private let tag: UInt8
 
-    static let get = HTTPMethod(rawValue: "GET")
-    static let head = HTTPMethod(rawValue: "HEAD")
-    static let post = HTTPMethod(rawValue: "POST")
+    init(rawValue: String) {
+        self.rawValue = rawValue
+        tag = Self.names.firstIndex(of: rawValue).map { UInt8($0 + 1) } ?? 0
+    }
+
+    private static let names = ["PUT", "GET", "POST", "DELETE", "HEAD", "PATCH", "OPTIONS"]
+
     static let put = HTTPMethod(rawValue: "PUT")
-    static let patch = HTTPMethod(rawValue: "PATCH")
+    static let get = HTTPMethod(rawValue: "GET")
+    static let post = HTTPMethod(rawValue: "POST")
     static let delete = HTTPMethod(rawValue: "DELETE")
+    static let head = HTTPMethod(rawValue: "HEAD")
+    static let patch = HTTPMethod(rawValue: "PATCH")
     static let options = HTTPMethod(rawValue: "OPTIONS")
 
     var description: String { rawValue }
+
+    static func == (a: HTTPMethod, b: HTTPMethod) -> Bool {
+        a.tag == b.tag && (a.tag != 0 || a.rawValue == b.rawValue)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(rawValue)
+    }
 }
 
 extension HTTPMethod {
@@ -54,12 +72,8 @@ struct HTTPHeaders: Sendable {
 /// so passing it is one reference, not a copy of every field.
 final class HTTPRequest: Sendable {
     let method: HTTPMethod
-    /// The path as sent (still percent-encoded), without the query string.
-    let path: String
-    /// The path split at `/`, then each segment percent-decoded on its own (section 1): `%2F`
-    /// is a character of its segment, never a separator, and `%00` is a NUL inside it, never
-    /// the end of the path. `/` is `[]`; empty segments (`//`, a trailing `/`) are kept.
-    let segments: [String]
+    /// The path split at `/`, each segment percent-decoded on its own (`PathSegments`).
+    let segments: PathSegments
     /// Query arguments, percent-decoded; a repeated name keeps its last value.
     let query: [String: String]
     let headers: HTTPHeaders
@@ -68,8 +82,7 @@ final class HTTPRequest: Sendable {
     /// `rawQuery`: arguments as libmicrohttpd hands them over (`+` already a space, `%XX` not decoded).
     init(method: HTTPMethod, path: String, rawQuery: [String: String], headers: HTTPHeaders, body: [UInt8]) {
         self.method = method
-        self.path = path
-        self.segments = PercentDecoding.segments(of: path)
+        self.segments = PathSegments(path)
         var query: [String: String] = [:]
         if !rawQuery.isEmpty {
             for (name, value) in rawQuery { query[PercentDecoding.decode(name)] = PercentDecoding.decode(value) }
@@ -78,6 +91,9 @@ final class HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
     }
+
+    /// The path as sent (still percent-encoded), without the query string.
+    var path: String { segments.path }
 }
 
 /// Percent-decoding of URL parts (RFC 3986), byte by byte.
@@ -85,30 +101,6 @@ final class HTTPRequest: Sendable {
 /// A `%` not followed by two hex digits stays as it is. Decoded bytes that are not UTF-8
 /// (overlong forms included) become U+FFFD, so they can never spell a valid id or key path.
 enum PercentDecoding {
-    /// The segments of a path: `"/a/b%2Fc"` is `["a", "b/c"]`, `"/"` is `[]`.
-    /// One pass over the bytes (every request's path goes through here).
-    static func segments(of path: String) -> [String] {
-        var path = path
-        return path.withUTF8 { bytes in
-            var start = bytes.first == UInt8(ascii: "/") ? 1 : 0
-            guard start < bytes.count else { return [] }
-            var segments: [String] = []
-            segments.reserveCapacity(8)
-            var escaped = false  // the segment holds a `%`: decode it
-            for index in start...bytes.count {
-                guard index < bytes.count, bytes[index] != UInt8(ascii: "/") else {
-                    let segment = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-                    segments.append(escaped ? decode(segment) : segment)
-                    start = index + 1
-                    escaped = false
-                    continue
-                }
-                escaped = escaped || bytes[index] == UInt8(ascii: "%")
-            }
-            return segments
-        }
-    }
-
     static func decode(_ text: String) -> String { decode(Substring(text).utf8) }
 
     static func decode(_ raw: Substring.UTF8View) -> String {

@@ -27,18 +27,28 @@ enum RequestID {
         let number = counter.add(1, ordering: .relaxed).oldValue
         let digits = max(6, (64 - number.leadingZeroBitCount + 3) / 4)
         return String(unsafeUninitializedCapacity: 9 + digits) { buffer in
-            for index in 0..<8 { buffer[index] = hex(prefix >> UInt64(28 - 4 * index)) }
+            UnsafeMutableRawBufferPointer(buffer).storeBytes(of: prefix.littleEndian, as: UInt64.self)
             buffer[8] = UInt8(ascii: "-")
-            for index in 0..<digits { buffer[9 + index] = hex(number >> UInt64(4 * (digits - 1 - index))) }
+            var rest = number
+            for index in (9..<(9 + digits)).reversed() {
+                buffer[index] = hex(rest)
+                rest &>>= 4
+            }
             return 9 + digits
         }
     }
 
-    private static let prefix = UInt64.random(in: 0..<(1 << 32))
+    /// The random prefix's eight hex digits, in the order they are written.
+    private static let prefix: UInt64 = {
+        let random = UInt64.random(in: 0..<(1 << 32))
+        return (0..<8).reduce(0) { word, index in
+            word | UInt64(hex(random &>> UInt64(28 - 4 * index))) &<< (8 * index)
+        }
+    }()
     private static let counter = Atomic<UInt64>(0)
 
     private static func hex(_ value: UInt64) -> UInt8 {
         let digit = UInt8(truncatingIfNeeded: value & 0xF)
-        return digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+        return digit < 10 ? UInt8(ascii: "0") &+ digit : UInt8(ascii: "a") &+ digit &- 10
     }
 }

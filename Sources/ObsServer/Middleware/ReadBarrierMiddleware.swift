@@ -15,5 +15,5 @@ struct ReadBarrierMiddleware: Middleware {
 
 extension HTTPRequest {
     /// `POST /v1/query`: a POST that reads (section 12), as a GET would.
-    var isQueryRead: Bool { method == .post && segments == ["v1", "query"] }
+    var isQueryRead: Bool { method == .post && segments.are("v1", "query") }
 }
