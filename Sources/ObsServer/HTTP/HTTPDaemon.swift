@@ -286,6 +286,9 @@ final class HTTPDaemon: Sendable {
     {
         pending.phase = .parked(deferred)
         pending.connection = ConnectionHandle(pointer: connection)
+        // In flight from here, parked or not: an answer known already (a poll answered by a
+        // stopping server before it parked) is still to be written when `stop` looks.
+        countInFlight(pending)
         let ready = deferred.takeOrPark(
             suspend: {
                 let parks = parked.withLock { parked in
@@ -294,7 +297,6 @@ final class HTTPDaemon: Sendable {
                     return true
                 }
                 guard parks else { return false }
-                countInFlight(pending)
                 MHD_suspend_connection(connection)
                 return true
             }, connection: pending)
