@@ -232,19 +232,22 @@ public final class EventLog: Sendable {
     /// call (call after releasing the store's lock).
     public func wake() {
         typealias Wake = @Sendable () -> Void
-        let (only, wakers, aborts, waiters) = state.withLock { state -> (Wake?, [Wake], [Wake], [Wake]) in
+        // One stream and nothing else (an observer's log, nearly always): no lists made or emptied.
+        let only = state.withLock { state -> Wake? in
+            guard state.attached.count == 1, state.cutOff.isEmpty, state.waiters.isEmpty else { return nil }
+            state.wakePending = false
+            return state.attached[0].reader.wake
+        }
+        if let only { return only() }
+        // Anything else, looked at again under the lock (it may have changed since).
+        let (wakers, aborts, waiters) = state.withLock { state -> ([Wake], [Wake], [Wake]) in
             defer {
                 state.cutOff.removeAll()
                 state.waiters.removeAll()
                 state.wakePending = false
             }
-            // One stream and nothing else (an observer's log, nearly always): no lists.
-            if state.attached.count == 1, state.cutOff.isEmpty, state.waiters.isEmpty {
-                return (state.attached[0].reader.wake, [], [], [])
-            }
-            return (nil, state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
+            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
         }
-        if let only { return only() }
         for abort in aborts { abort() }
         for wake in wakers { wake() }
         for wake in waiters { wake() }
