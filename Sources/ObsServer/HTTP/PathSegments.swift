@@ -70,23 +70,12 @@ struct PathSegments: RandomAccessCollection, Sendable {
             withBytes { bytes -> Bool? in
                 for (literal, index) in pattern.literals {
                     let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[bounds(of: index)]))
-                    let expected = UnsafeRawBufferPointer(rebasing: text[literal])
-                    if raw.count == expected.count,
-                        raw.isEmpty || memcmp(raw.baseAddress!, expected.baseAddress!, raw.count) == 0
-                    {
-                        continue
-                    }
-                    return Self.isPlain(raw) ? false : nil
+                    let equal = Self.plainlyEqual(raw, UnsafeRawBufferPointer(rebasing: text[literal]))
+                    if equal != true { return equal }
                 }
                 for (_, index) in pattern.parameters {
-                    let raw = bytes[bounds(of: index)]
-                    guard !raw.isEmpty else { return false }
-                    var escaped = false
-                    for byte in raw {
-                        guard byte &- 0x20 <= 0x5E else { return false }  // below 0x20, or above 0x7E
-                        escaped = escaped || byte == UInt8(ascii: "%")
-                    }
-                    if escaped { return nil }
+                    let name = Self.plainlyName(bytes[bounds(of: index)])
+                    if name != true { return name }
                 }
                 return true
             }
@@ -103,12 +92,8 @@ struct PathSegments: RandomAccessCollection, Sendable {
     /// compare (a KELVIN SIGN, sent or encoded, is a `K` to `String`).
     private func segment(_ index: Int, is text: UnsafeRawBufferPointer) -> Bool {
         let place = bounds(of: index)
-        let verdict = withBytes { bytes -> Bool? in
-            let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[place]))
-            if raw.count == text.count, raw.isEmpty || memcmp(raw.baseAddress!, text.baseAddress!, raw.count) == 0 {
-                return true
-            }
-            return Self.isPlain(raw) ? false : nil
+        let verdict = withBytes {
+            Self.plainlyEqual(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: $0[place])), text)
         }
         return verdict ?? (self[index] == String(decoding: text, as: UTF8.self))
     }
@@ -127,22 +112,31 @@ struct PathSegments: RandomAccessCollection, Sendable {
     /// byte outside that range is still there once decoded).
     func isName(_ index: Int) -> Bool {
         let place = bounds(of: index)
-        let (printable, escaped) = withBytes { bytes in
-            var (printable, escaped) = (!place.isEmpty, false)
-            for byte in bytes[place] {
-                printable = printable && byte &- 0x20 <= 0x5E  // not below 0x20 nor above 0x7E
-                escaped = escaped || byte == UInt8(ascii: "%")
-            }
-            return (printable, escaped)
-        }
-        guard printable, escaped else { return printable }
+        if let name = withBytes({ Self.plainlyName($0[place]) }) { return name }
         var decoded = self[index]
         return decoded.withUTF8 { !$0.isEmpty && $0.allSatisfy { (0x20...0x7E).contains($0) } }
     }
 
-    /// Whether a segment's bytes are ASCII without `%`: decoded, it is these bytes.
-    private static func isPlain(_ raw: UnsafeRawBufferPointer) -> Bool {
-        !raw.contains { $0 >= 0x80 || $0 == UInt8(ascii: "%") }
+    /// Whether a segment's raw bytes, decoded, are `text` (ASCII without `%`); nil when only
+    /// decoding can tell. The same bytes are equal; other bytes are not when the segment is ASCII
+    /// without `%` (ASCII has one spelling).
+    private static func plainlyEqual(_ raw: UnsafeRawBufferPointer, _ text: UnsafeRawBufferPointer) -> Bool? {
+        if raw.count == text.count, raw.isEmpty || memcmp(raw.baseAddress!, text.baseAddress!, raw.count) == 0 {
+            return true
+        }
+        return raw.contains { $0 >= 0x80 || $0 == UInt8(ascii: "%") } ? nil : false
+    }
+
+    /// Whether a segment's raw bytes name something (`isName`); nil when they hold an escape, which
+    /// only decoding can tell. A byte outside 0x20–0x7E is still there once decoded.
+    private static func plainlyName(_ raw: UnsafeBufferPointer<UInt8>.SubSequence) -> Bool? {
+        guard !raw.isEmpty else { return false }
+        var escaped = false
+        for byte in raw {
+            guard byte &- 0x20 <= 0x5E else { return false }  // below 0x20, or above 0x7E
+            escaped = escaped || byte == UInt8(ascii: "%")
+        }
+        return escaped ? nil : true
     }
 
     /// Where segment `index` is in the path's bytes.
