@@ -54,4 +54,41 @@ struct FanOutTests {
             observerID: observers[11].id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
         #expect(try reached(by: 8) == [1, 2, 4, 5, 6, 7, 8, 10, 11])
     }
+
+    @Test("a write under a key reaches who reads the key or the place written, not beside it; freed places are reused")
+    func placesUnderAKey() throws {
+        let store = Store()
+        let admin = store.as(.admin)
+        var observers: [(id: String, log: EventLog, cursor: Int)] = []
+        for _ in 0..<5 {
+            let id = try admin.createObserver(ObserverSettings()).observer.id
+            observers.append((id, try store.openStream(of: id), 0))
+        }
+        _ = try admin.createObject(id: "o", className: nil, values: ["m": ["x": 1, "y": 1], "n": 0])
+        for (index, keyPath) in ["m.x", "m.y", "m", "n"].enumerated() {
+            _ = try admin.observe(
+                observerID: observers[index].id, objectID: "o", keyPaths: [keyPath], options: [.new], context: nil)
+        }
+
+        func reached(setting value: JSON, at keyPath: String) throws -> [Int] {
+            _ = try admin.setValue(value, of: "o", at: keyPath)
+            var who: [Int] = []
+            for index in observers.indices {
+                guard case .events(let events) = observers[index].log.read(after: observers[index].cursor, limit: 100)
+                else { continue }
+                observers[index].cursor = events.last?.id ?? observers[index].cursor
+                if events.contains(where: { $0.name == "change" }) { who.append(index) }
+            }
+            return who
+        }
+
+        #expect(try reached(setting: 2, at: "m.x") == [0, 2])
+        #expect(try reached(setting: ["x": 3, "y": 3], at: "m") == [0, 1, 2])
+        #expect(try reached(setting: 1, at: "n") == [3])
+        _ = try admin.unobserve(observerID: observers[0].id, objectID: "o", keyPath: "m.x")
+        _ = try admin.observe(
+            observerID: observers[4].id, objectID: "o", keyPaths: ["m.y"], options: [.new], context: nil)
+        #expect(try reached(setting: 4, at: "m.y") == [1, 2, 4])
+        #expect(try reached(setting: 5, at: "m.x") == [2])
+    }
 }

@@ -6,9 +6,14 @@
 /// Owns its fields; knows nothing of values (binding a registration is the propagator's).
 /// Every list it hands out is in creation order (`sequence`), never in hash order.
 struct RegistrationIndex: Sendable {
-    private var registrations: [String: Registration] = [:]
-    /// Registration ids by the places they read (a write finds what it affects there).
-    private var dependents = DependentIndex()
+    /// Every registration, in the slot it was given: the dependents reach one by its slot, never
+    /// by hashing its id. A removed registration's slot is reused (the last freed first).
+    private var slots: [Registration?] = []
+    private var freeSlots: [Int] = []
+    /// Each registration's slot, by id.
+    private var slotByID: [String: Int] = [:]
+    /// The registrations by the places they read (a write finds what it affects there).
+    private var dependents = RegistrationDependents()
     /// Registration ids by the object they observe.
     private var byObject: [String: Set<String>] = [:]
     /// Registration ids by observer, then by (object, key path): the deduplication table.
@@ -19,19 +24,19 @@ struct RegistrationIndex: Sendable {
     private var generation = 0
     /// The last one-key write's answer (`affected`): a write to the place last written, with
     /// no registration added, removed or re-bound since, reaches the same registrations at the
-    /// same positions (W2's 1,000 observers of one key: no id hashed again per write).
+    /// same positions (W2's 1,000 observers of one key: the list not walked again per write).
     private var memo: AffectedMemo?
 
-    var count: Int { registrations.count }
+    var count: Int { slotByID.count }
 
     /// Every registration id, sorted.
-    var ids: [String] { registrations.keys.sorted() }
+    var ids: [String] { slotByID.keys.sorted() }
 
-    subscript(id: String) -> Registration? { registrations[id] }
+    subscript(id: String) -> Registration? { slotByID[id].flatMap { slots[$0] } }
 
     /// The registration of (object, key path) an observer holds, if any.
     func registration(of observerID: String, at target: RegistrationTarget) -> Registration? {
-        byObserver[observerID]?[target].flatMap { registrations[$0] }
+        byObserver[observerID]?[target].flatMap { self[$0] }
     }
 
     /// How many registrations an observer holds.
@@ -39,17 +44,17 @@ struct RegistrationIndex: Sendable {
 
     /// An observer's registrations, in creation order.
     func owned(by observerID: String) -> [Registration] {
-        inCreationOrder(byObserver[observerID]?.values.compactMap { registrations[$0] } ?? [])
+        inCreationOrder(byObserver[observerID]?.values.compactMap { self[$0] } ?? [])
     }
 
     /// The registrations observing `objectID` itself, in creation order.
     func observing(_ objectID: String) -> [Registration] {
-        inCreationOrder((byObject[objectID] ?? []).compactMap { registrations[$0] })
+        inCreationOrder((byObject[objectID] ?? []).compactMap { self[$0] })
     }
 
     /// The observers holding a registration on `objectID`, sorted.
     func observers(of objectID: String) -> [String] {
-        Set((byObject[objectID] ?? []).compactMap { registrations[$0]?.observerID }).sorted()
+        Set((byObject[objectID] ?? []).compactMap { self[$0]?.observerID }).sorted()
     }
 
     /// Takes the next creation sequence.
@@ -61,21 +66,35 @@ struct RegistrationIndex: Sendable {
     /// Continues the sequence of an earlier run (restoring).
     mutating func continueSequence(after value: Int) { sequence = max(sequence, value) }
 
-    /// Enters a bound registration in every index (its dependencies included).
+    /// Enters a bound registration in every index (its dependencies included); one with the id
+    /// of a registration already there replaces it.
     mutating func insert(_ registration: Registration) {
+        remove(registration.id)
         generation += 1
-        registrations[registration.id] = registration
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            slots[slot] = registration
+        } else {
+            slot = slots.count
+            slots.append(registration)
+        }
+        slotByID[registration.id] = slot
         byObject[registration.objectID, default: []].insert(registration.id)
         byObserver[registration.observerID, default: [:]][registration.target] = registration.id
-        for path in registration.dependencies { dependents.add(registration.id, at: path) }
+        let dependent = Dependent(sequence: registration.sequence, slot: slot)
+        for path in registration.dependencies { dependents.add(dependent, at: path) }
     }
 
     /// Takes a registration out of every index; returns it.
     @discardableResult
     mutating func remove(_ id: String) -> Registration? {
-        guard let registration = registrations.removeValue(forKey: id) else { return nil }
+        guard let slot = slotByID.removeValue(forKey: id), let registration = slots[slot] else { return nil }
+        slots[slot] = nil
+        freeSlots.append(slot)
         generation += 1
-        for path in registration.dependencies { dependents.remove(id, at: path) }
+        let dependent = Dependent(sequence: registration.sequence, slot: slot)
+        for path in registration.dependencies { dependents.remove(dependent, at: path) }
         byObject[registration.objectID]?.remove(id)
         if byObject[registration.objectID]?.isEmpty == true { byObject[registration.objectID] = nil }
         byObserver[registration.observerID]?[registration.target] = nil
@@ -84,21 +103,32 @@ struct RegistrationIndex: Sendable {
     }
 
     /// Changes a registration where it is (no copy, no re-insertion); `body` may move its
-    /// dependencies (`DependentIndex.rebind`). Nil when there is no such registration.
-    mutating func update<T>(_ id: String, _ body: (inout Registration, inout DependentIndex) -> T) -> T? {
-        guard let index = registrations.index(forKey: id) else { return nil }
-        return body(&registrations.values[index], &dependents)
+    /// dependencies (`Rebinding.rebind`). Nil when there is no such registration.
+    mutating func update<T>(
+        _ id: String, _ body: (inout Registration, inout RegistrationDependents.Rebinding) -> T
+    ) -> T? {
+        slotByID[id].flatMap { update(inSlot: $0, body) }
     }
 
     /// `update` of the registration at `position` (from `affected`, no registration added or
-    /// removed since): its id is not looked up again.
-    mutating func update<T>(at position: Position, _ body: (inout Registration, inout DependentIndex) -> T) -> T {
-        body(&registrations.values[position.index], &dependents)
+    /// removed since): its id is not looked up.
+    @discardableResult
+    mutating func update<T>(
+        at position: Position, _ body: (inout Registration, inout RegistrationDependents.Rebinding) -> T
+    ) -> T? {
+        update(inSlot: position.slot, body)
+    }
+
+    private mutating func update<T>(
+        inSlot slot: Int, _ body: (inout Registration, inout RegistrationDependents.Rebinding) -> T
+    ) -> T? {
+        guard slots.indices.contains(slot), slots[slot] != nil else { return nil }
+        return dependents.lending(to: slot) { body(&slots[slot]!, &$0) }
     }
 
     /// Where a registration is in the index: valid until a registration is added or removed.
     struct Position {
-        fileprivate let index: Dictionary<String, Registration>.Index
+        fileprivate let slot: Int
     }
 
     /// Whether any registration depends on a value of object `id` (else a write to it affects none).
@@ -112,7 +142,7 @@ struct RegistrationIndex: Sendable {
             return found
         }
         let found = search(writes)
-        // Worth remembering where hashing each registration's id again would cost the most.
+        // Worth remembering where walking the list again would cost the most.
         if found.count >= AffectedMemo.fewest {
             memo = AffectedMemo(
                 location: writes[0].location, policy: writes[0].policy,
@@ -123,36 +153,42 @@ struct RegistrationIndex: Sendable {
 
     private func search(_ writes: [Write]) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
         var found: [(sequence: Int, position: Position, policy: NotifyPolicy)] = []
-        // One write reaches each registration once (its candidates are a set); several may repeat one.
-        var positions: [String: Int]? = writes.count > 1 ? [:] : nil
+        // A registration reached more than once (several writes, or an object written whole and
+        // read under several keys) is found once, with the most eager policy; by slot.
+        let repeats = writes.count > 1 || writes.contains { $0.location.keys.isEmpty }
+        var places: [Int: Int] = [:]
         for write in writes {
             guard let byKey = dependents.table[write.location.objectID] else { continue }
-            let candidates: Set<String>
-            if let first = write.location.keys.first {
-                candidates = byKey[first] ?? []
-            } else {
-                candidates = byKey.values.reduce(into: Set<String>()) { $0.formUnion($1) }
-            }
-            // Once: reserving again for every write could copy the list every time.
-            if found.isEmpty { found.reserveCapacity(candidates.count) }
-            for id in candidates {
-                guard let index = registrations.index(forKey: id) else { continue }
-                // Read where it is: copying a registration out would retain every field it has.
-                let reads =
-                    write.location.keys.isEmpty
-                    || registrations.values[index].dependencies.contains {
-                        !$0.keys.isEmpty && $0.overlaps(write.location)
+            func visit(_ list: [RegistrationDependents.Entry]) {
+                // Once: reserving again for every write could copy the list every time.
+                if found.isEmpty { found.reserveCapacity(list.count) }
+                for entry in list {
+                    let slot = entry.dependent.slot
+                    guard entry.wholeKey > 0 || reads(slot, write) else { continue }
+                    if repeats, let known = places[slot] {
+                        found[known].policy = Self.eager(found[known].policy, write.policy)
+                        continue
                     }
-                guard reads else { continue }
-                if let known = positions?[id] {
-                    found[known].policy = Self.eager(found[known].policy, write.policy)
-                    continue
+                    if repeats { places[slot] = found.count }
+                    found.append((entry.dependent.sequence, Position(slot: slot), write.policy))
                 }
-                positions?[id] = found.count
-                found.append((registrations.values[index].sequence, Position(index: index), write.policy))
+            }
+            if let first = write.location.keys.first {
+                if let list = byKey[first] { visit(list) }
+            } else {
+                for list in byKey.values { visit(list) }  // any order: `found` is sorted by sequence below
             }
         }
-        return Self.inSequenceOrder(found)
+        // One key's list is in sequence order already.
+        return repeats ? Self.inSequenceOrder(found) : found
+    }
+
+    /// Whether the registration in `slot` reads a place `write` changed: an object written
+    /// whole reaches all that read it; a key, those reading a path it overlaps (a registration
+    /// reading only deeper under the key may read beside the write).
+    private func reads(_ slot: Int, _ write: Write) -> Bool {
+        write.location.keys.isEmpty
+            || slots[slot]?.dependencies.contains { !$0.keys.isEmpty && $0.overlaps(write.location) } == true
     }
 
     /// `found` in sequence order. When every sequence fits beside a place in `found`, the pairs
@@ -181,35 +217,6 @@ struct RegistrationIndex: Sendable {
     static func eager(_ a: NotifyPolicy, _ b: NotifyPolicy) -> NotifyPolicy {
         if a == .always || b == .always { return .always }
         return a == .onChange || b == .onChange ? .onChange : .manual
-    }
-}
-
-/// Registration ids by object, then by the top-level key they read ("" for the object's existence).
-struct DependentIndex: Sendable {
-    private(set) var table: [String: [String: Set<String>]] = [:]
-    /// Counts the entries added and removed (what `RegistrationIndex.affected` remembers holds
-    /// while it stays).
-    private(set) var generation = 0
-
-    /// Moves a registration's entries to `paths` (what it reads now).
-    mutating func rebind(_ registration: inout Registration, to paths: Set<ObjectPath>) {
-        guard paths != registration.dependencies else { return }
-        for path in registration.dependencies.subtracting(paths) { remove(registration.id, at: path) }
-        for path in paths.subtracting(registration.dependencies) { add(registration.id, at: path) }
-        registration.dependencies = paths
-    }
-
-    mutating func add(_ id: String, at path: ObjectPath) {
-        generation += 1
-        table[path.objectID, default: [:]][path.keys.first ?? "", default: []].insert(id)
-    }
-
-    mutating func remove(_ id: String, at path: ObjectPath) {
-        generation += 1
-        let key = path.keys.first ?? ""
-        table[path.objectID]?[key]?.remove(id)
-        if table[path.objectID]?[key]?.isEmpty == true { table[path.objectID]?[key] = nil }
-        if table[path.objectID]?.isEmpty == true { table[path.objectID] = nil }
     }
 }
 

@@ -198,7 +198,7 @@ extension StoreState {
     /// stores the value; returns it. `writes`: the change's writes.
     private static func reevaluate(
         _ registration: inout Registration, in graph: ObjectGraph, after writes: [Write],
-        dependents: inout DependentIndex, sharing cache: inout EvaluationCache
+        dependents: inout RegistrationDependents.Rebinding, sharing cache: inout EvaluationCache
     ) -> JSON {
         if let value = directRead(registration, in: graph, after: writes) {
             registration.value = value
