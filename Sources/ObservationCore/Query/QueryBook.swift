@@ -1,7 +1,7 @@
 /// Every query, the shared evaluations they read (`QueryShape`), and the indexes that find
 /// them: by id, by observer and definition (deduplication), by what a write may affect
 /// (`QueryIndex` for an object's own stored keys, `dependents` for what evaluations read
-/// through references and computed values: the same `DependentIndex` observations use).
+/// through references and computed values, a `DependentIndex` of subject tokens).
 ///
 /// Owns its fields; evaluates against the graph it is given. Lists it hands out are in
 /// creation order; shape numbers never reach an answer or a record.
