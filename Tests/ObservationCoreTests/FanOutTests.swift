@@ -91,4 +91,37 @@ struct FanOutTests {
         #expect(try reached(setting: 4, at: "m.y") == [1, 2, 4])
         #expect(try reached(setting: 5, at: "m.x") == [2])
     }
+
+    @Test("each record takes its own observer's next event id when observers come and go (their places reused)")
+    func observersComeAndGo() throws {
+        let store = Store()
+        let admin = store.as(.admin)
+        _ = try admin.createObject(id: "o", className: nil, values: ["n": 0])
+        func observer() throws -> (id: String, log: EventLog) {
+            let id = try admin.createObserver(ObserverSettings()).observer.id
+            _ = try admin.observe(observerID: id, objectID: "o", keyPaths: ["n"], options: [.new], context: nil)
+            return (id, try store.openStream(of: id))
+        }
+        var observers = try (0..<4).map { _ in try observer() }
+        _ = try admin.setValue(1, of: "o", at: "n")
+        _ = try admin.deleteObserver(observers[1].id)
+        _ = try admin.deleteObserver(observers[2].id)
+        observers = [observers[0], observers[3], try observer(), try observer()]
+        _ = try admin.setValue(2, of: "o", at: "n")
+        _ = try admin.setValue(3, of: "o", at: "n")
+
+        func changes(_ log: EventLog) -> [(id: Int, new: JSON?)] {
+            guard case .events(let events) = log.read(after: 0, limit: 100) else { return [] }
+            return events.filter { $0.name == "change" }.map { event in
+                guard case .object(let record)? = try? JSONParser.parse(event.data) else { return (event.id, nil) }
+                return (event.id, record["new"])
+            }
+        }
+        for (index, observer) in observers.enumerated() {
+            let seen = changes(observer.log)
+            let expected: [JSON] = index < 2 ? [1, 2, 3] : [2, 3]
+            #expect(seen.map(\.new) == expected.map { $0 }, "observer \(index)")
+            #expect(seen.map(\.id) == Array(1...expected.count), "observer \(index)'s ids are its own, gapless")
+        }
+    }
 }

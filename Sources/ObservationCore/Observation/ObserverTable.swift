@@ -4,7 +4,7 @@
 /// entry per observer without a stream, moved in place by keepalives. Times are the
 /// commands' wall-clock times. Owns its fields; every list it hands out is sorted.
 struct ObserverTable: Sendable {
-    private var observers: [String: ObserverRecord] = [:]
+    private var observers = ObserverSlots()
     private var byTokenHash: [String: String] = [:]
     /// The observers each scoped token (or JWT) made (section 13).
     private var byAccessToken: [String: Set<String>] = [:]
@@ -53,7 +53,7 @@ struct ObserverTable: Sendable {
         // A delivering observer has no lease (section 16).
         record.expiresAt =
             record.delivery != nil ? nil : Timestamp(milliseconds: time.milliseconds + Int64(record.lease) * 1000)
-        observers[record.id] = record
+        observers.insert(record)
         if record.delivery != nil { delivering.insert(record.id) }
         byTokenHash[record.tokenHash] = record.id
         if let tokenID = record.access?.tokenID { byAccessToken[tokenID, default: []].insert(record.id) }
@@ -239,11 +239,22 @@ struct ObserverTable: Sendable {
         }
     }
 
+    /// Where observer `id` is (kept by its registrations: `takeEventID(_:at:)`).
+    func slot(of id: String) -> Int? { observers.slot(of: id) }
+
     /// The id the next event of observer `id` takes, and the log it goes to.
     mutating func takeEventID(_ id: String) -> (log: EventLog, id: Int)? {
-        observers.inPlace(id) { record in
-            record.lastEventID += 1
-            return (record.log, record.lastEventID)
-        }
+        observers.inPlace(id, Self.nextEventID)
+    }
+
+    /// `takeEventID` through the slot the observer was in (`slot(of:)`), looked up by id only
+    /// when it is not there any more.
+    mutating func takeEventID(_ id: String, at slot: Int) -> (log: EventLog, id: Int)? {
+        observers.inPlace(slot: slot, id: id, Self.nextEventID) ?? takeEventID(id)
+    }
+
+    private static func nextEventID(_ record: inout ObserverRecord) -> (log: EventLog, id: Int) {
+        record.lastEventID += 1
+        return (record.log, record.lastEventID)
     }
 }

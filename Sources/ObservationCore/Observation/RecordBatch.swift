@@ -36,8 +36,8 @@ struct EvaluationCache {
 /// The records of one change, prior ones apart, with record tails shared between
 /// registrations on the same value and options (encoded once, not once per observer).
 struct RecordBatch {
-    var priors: [(String, RecordParts)] = []
-    var posts: [(String, RecordParts)] = []
+    var priors: [BatchedRecord] = []
+    var posts: [BatchedRecord] = []
     private var tails: [TailKey: [UInt8]] = [:]
     /// The tail used last: registrations on one value come one after the other, and comparing
     /// a key costs less than hashing it.
@@ -76,11 +76,11 @@ struct RecordBatch {
             var prior = record
             prior.flag = .prior
             prior.old = registration.options.contains(.old) ? recordOld : nil
-            priors.append((registration.observerID, encode(registration, prior, shared: !ownTail)))
+            priors.append(BatchedRecord(registration, encode(registration, prior, shared: !ownTail)))
         }
         record.old = registration.options.contains(.old) ? recordOld : nil
         record.new = registration.options.contains(.new) ? recordNew : nil
-        posts.append((registration.observerID, encode(registration, record, shared: !ownTail)))
+        posts.append(BatchedRecord(registration, encode(registration, record, shared: !ownTail)))
     }
 
     private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> RecordParts {
@@ -98,6 +98,20 @@ struct RecordBatch {
         }
         lastTail = (key, tail)
         return ChangeRecord.parts(registration, tail: tail)
+    }
+}
+
+/// One record of a batch, with its observer (and where the observer's record is, from the
+/// registration). A struct: a list of tuples is destroyed through the runtime's generic witness.
+struct BatchedRecord {
+    let observerID: String
+    let observerSlot: Int
+    let parts: RecordParts
+
+    init(_ registration: Registration, _ parts: RecordParts) {
+        observerID = registration.observerID
+        observerSlot = registration.observerSlot
+        self.parts = parts
     }
 }
 

@@ -24,6 +24,9 @@ struct Registration: Sendable {
     /// Its change records' own bytes around the shared tail (`ChangeRecord.framing`), made once
     /// when it is bound: a fan-out copies them instead of encoding its ids again.
     var recordFraming: (prefix: [UInt8], suffix: [UInt8]) = ([], [])
+    /// Where its observer's record is (`ObserverTable.slot(of:)`), when it was bound: its records
+    /// take their event ids there without hashing the observer's id (checked on use).
+    var observerSlot = 0
     /// With `skipOwn`: the observer's client, whose own changes make no record here.
     var skipsClient: String? = nil
     /// What its observer's token may read (section 13); nil: everything.

@@ -10,11 +10,11 @@ extension StoreState {
         journal.gate(log, through: id)
     }
 
-    /// `emit` for data kept as parts (a change record around a shared tail).
-    mutating func emit(_ name: String, _ parts: RecordParts, to observerID: String) {
-        guard let (log, id) = observers.takeEventID(observerID) else { return }
-        effects.add(Event(id: id, name: name, parts: parts, revision: revision), to: log)
-        journal.mark(.lastEventID, observerID)
+    /// A change record of a batch, kept as parts (its registration's own around a shared tail).
+    mutating func emit(_ record: BatchedRecord) {
+        guard let (log, id) = observers.takeEventID(record.observerID, at: record.observerSlot) else { return }
+        effects.add(Event(id: id, name: "change", parts: record.parts, revision: revision), to: log)
+        journal.mark(.lastEventID, record.observerID)
         journal.gate(log, through: id)
     }
 

@@ -179,6 +179,7 @@ extension StoreState {
             $0.computed == nil ? nil : $0.notify
         }
         if unbound.reader == nil { registration.reader = observers[registration.observerID]?.reader }
+        registration.observerSlot = observers.slot(of: registration.observerID) ?? 0
         let trace = DependencyTrace()
         let value =
             (try? graph.read(registration.keyPath, of: registration.objectID, trace: trace, filter: registration.reader))
@@ -255,7 +256,7 @@ extension StoreState {
 
     /// Emits a batch's records: every prior record, then every post record.
     mutating func emitBatch(_ batch: RecordBatch) {
-        for (observerID, bytes) in batch.priors { emit("change", bytes, to: observerID) }
-        for (observerID, bytes) in batch.posts { emit("change", bytes, to: observerID) }
+        for record in batch.priors { emit(record) }
+        for record in batch.posts { emit(record) }
     }
 }
