@@ -16,7 +16,8 @@
 /// Wakers and aborts run after the lock is released.
 public final class EventLog: Sendable {
     /// What the log may do to an attached stream, from any thread, after its lock is released.
-    public struct Reader: Sendable {
+    /// An object: handed out of the lock on every wake, it is one reference, not three closures.
+    public final class Reader: Sendable {
         /// There is something new to read.
         public let wake: @Sendable () -> Void
         /// The stream fell behind the buffer: end its connection now.
@@ -231,26 +232,28 @@ public final class EventLog: Sendable {
     /// Runs every attached stream's waker, and the aborts of streams cut off since the last
     /// call (call after releasing the store's lock).
     public func wake() {
-        typealias Wake = @Sendable () -> Void
+        // Readers, not their closures: a closure handed out of the lock's generic body is
+        // wrapped in a thunk allocated on every wake (one per delivery).
         // One stream and nothing else (an observer's log, nearly always): no lists made or emptied.
-        let only = state.withLock { state -> Wake? in
+        let only = state.withLock { state -> Reader? in
             guard state.attached.count == 1, state.cutOff.isEmpty, state.waiters.isEmpty else { return nil }
             state.wakePending = false
-            return state.attached[0].reader.wake
+            return state.attached[0].reader
         }
-        if let only { return only() }
+        if let only { return only.wake() }
         // Anything else, looked at again under the lock (it may have changed since).
-        let (wakers, aborts, waiters) = state.withLock { state -> ([Wake], [Wake], [Wake]) in
+        typealias Waiters = [(token: Int, wake: @Sendable () -> Void)]
+        let (readers, cutOff, waiters) = state.withLock { state -> ([Reader], [Reader], Waiters) in
             defer {
                 state.cutOff.removeAll()
                 state.waiters.removeAll()
                 state.wakePending = false
             }
-            return (state.attached.map(\.reader.wake), state.cutOff.map(\.abort), state.waiters.map(\.wake))
+            return (state.attached.map(\.reader), state.cutOff, state.waiters)
         }
-        for abort in aborts { abort() }
-        for wake in wakers { wake() }
-        for wake in waiters { wake() }
+        for stream in cutOff { stream.abort() }
+        for reader in readers { reader.wake() }
+        for waiter in waiters { waiter.wake() }
     }
 
     /// Runs `wake` once, after the log's lock is released, at the next `wake()` (the log has
