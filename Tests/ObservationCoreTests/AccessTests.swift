@@ -123,6 +123,25 @@ struct AccessTests {
         #expect(rest.objects.map(\.id) == ["room1-b"] && rest.next == nil, "room1-o and room2-* are not there")
     }
 
+    @Test("observers of one key path that read differently get their own records, not one shared")
+    func recordsPerReader() throws {
+        let (store, token) = try Self.world()
+        let admin = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+        _ = try store.as(.admin).observe(
+            observerID: admin, objectID: "room1-b", keyPaths: ["ref.title"], options: [.new], context: nil)
+        let scoped = try Self.observer(of: token, in: store)
+        _ = try store.execute(
+            Command(
+                time: .now(),
+                .observe(
+                    observer: scoped, object: "room1-b", keyPaths: ["ref.title"], options: ["new"], context: nil,
+                    registrationIDs: ["r1"]), as: .token(token)))
+        _ = try store.as(.admin).setValue(.reference("room2-a"), of: "room1-b", at: "ref")
+        #expect(changeRecords(try store.eventLog(of: admin)).map { $0["new"] } == [.string("B")])
+        let seen = changeRecords(try store.eventLog(of: scoped)).map { $0["new"] }
+        #expect(seen == [.null], "room2-a is not its to read: \(seen)")
+    }
+
     @Test("a revoked or expired token is refused with its reason; a JWT's id can be revoked unseen")
     func ending() throws {
         let (store, token) = try Self.world()

@@ -122,6 +122,26 @@ struct ObservationTests {
         #expect(manual.first?["new"] == 3)
     }
 
+    @Test("a notify tells each registration the change since its own last record, however many share the key")
+    func manualOldPerRegistration() throws {
+        let store = Store()
+        let admin = store.as(.admin)
+        _ = try admin.defineClass("M", definition: ["properties": ["m": ["type": "number", "notify": "manual"]]])
+        _ = try admin.createObject(id: "a", className: "M", values: ["m": 1])
+        func observer() throws -> EventLog {
+            let id = try admin.createObserver(ObserverSettings()).observer.id
+            _ = try admin.observe(observerID: id, objectID: "a", keyPaths: ["m"], options: [.old, .new], context: nil)
+            return try store.openStream(of: id)
+        }
+        let early = try observer()
+        _ = try admin.setValue(2, of: "a", at: "m")
+        let late = try observer()
+        _ = try admin.setValue(3, of: "a", at: "m")
+        _ = try admin.notify("a", keyPaths: ["m"])
+        #expect(changeRecords(early).map { [$0["old"], $0["new"]] } == [[1, 3]])
+        #expect(changeRecords(late).map { [$0["old"], $0["new"]] } == [[2, 3]], "its own last value, not the other's")
+    }
+
     @Test("a one-key registration tells every change as its value goes from plain to a reference and back")
     func oneKeyThroughKinds() throws {
         var fixture = try ObservationFixture()

@@ -87,7 +87,12 @@ extension JSONObject: Sequence {
 
 extension JSONObject: Hashable {
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        lhs.count == rhs.count && lhs.members.allSatisfy { rhs[$0.key] == $0.value }
+        guard lhs.count == rhs.count else { return false }
+        // One storage (a value shared, not rebuilt): equal without looking at a member.
+        let shared = lhs.members.withUnsafeBufferPointer { left in
+            rhs.members.withUnsafeBufferPointer { $0.baseAddress == left.baseAddress }
+        }
+        return shared || lhs.members.allSatisfy { rhs[$0.key] == $0.value }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -38,10 +38,10 @@ struct EvaluationCache {
 struct RecordBatch {
     var priors: [BatchedRecord] = []
     var posts: [BatchedRecord] = []
-    private var tails: [TailKey: [UInt8]] = [:]
+    private var tails: [TailKey: SharedTail] = [:]
     /// The tail used last: registrations on one value come one after the other, and comparing
-    /// a key costs less than hashing it.
-    private var lastTail: (key: TailKey, tail: [UInt8])?
+    /// with it costs less than hashing a key.
+    private var lastTail: SharedTail?
     /// Off for a single registration: nothing to share, and the lookup would cost.
     let sharesTails: Bool
     /// The transaction that made the change (section 15): every record of it carries it.
@@ -83,21 +83,48 @@ struct RecordBatch {
         posts.append(BatchedRecord(registration, encode(registration, record, shared: !ownTail)))
     }
 
+    /// A tail is shared by records that would encode it alike: the same kind, flags and
+    /// transaction, and equal `old` and `new` (registrations on one key path may differ in
+    /// both: by what their tokens may read, and since their last notification of a `manual` key).
     private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> RecordParts {
         guard sharesTails, shared else { return RecordParts(tail: ChangeRecord.encode(registration, record: record)) }
+        if let lastTail, lastTail.encodes(record) { return ChangeRecord.parts(registration, tail: lastTail.bytes) }
         let key = TailKey(
-            objectID: registration.objectID, keyPath: registration.keyPath.description, kind: record.kind,
-            hasOld: record.old != nil, hasNew: record.new != nil, prior: record.flag == .prior)
-        if let lastTail, lastTail.key == key { return ChangeRecord.parts(registration, tail: lastTail.tail) }
-        let tail: [UInt8]
-        if let known = tails[key] {
+            objectID: registration.objectID, keyPath: registration.keyPath.description,
+            reader: registration.reader?.key ?? "", kind: record.kind, prior: record.flag == .prior)
+        let tail: SharedTail
+        if let known = tails[key], known.encodes(record) {
             tail = known
         } else {
-            tail = record.encodedTail()
+            tail = SharedTail(record)
             tails[key] = tail
         }
-        lastTail = (key, tail)
-        return ChangeRecord.parts(registration, tail: tail)
+        lastTail = tail
+        return ChangeRecord.parts(registration, tail: tail.bytes)
+    }
+}
+
+/// An encoded record tail, with what it was encoded from (`ChangeRecord.writeTail`; the
+/// revision and the writer are the batch's).
+private struct SharedTail {
+    let kind: String
+    let indexes: [Int]?
+    let flag: ChangeRecord.Flag?
+    let old: JSON?
+    let new: JSON?
+    let tx: String?
+    let bytes: [UInt8]
+
+    init(_ record: ChangeRecord) {
+        (kind, indexes, flag) = (record.kind, record.indexes, record.flag)
+        (old, new, tx) = (record.old, record.new, record.tx)
+        bytes = record.encodedTail()
+    }
+
+    /// Whether `record` (of the same batch) encodes to these bytes.
+    func encodes(_ record: ChangeRecord) -> Bool {
+        flag == record.flag && kind == record.kind && indexes == record.indexes && tx == record.tx
+            && old == record.old && new == record.new
     }
 }
 
@@ -170,12 +197,12 @@ struct ThrottleWindows {
     }
 }
 
-/// Registrations on the same object and key path, with the same fields asked for, share a record tail.
+/// Where a batch looks for a tail to share when the last one does not do: registrations on the
+/// same object and key path, reading alike.
 private struct TailKey: Hashable {
     let objectID: String
     let keyPath: String
+    let reader: String
     let kind: String
-    let hasOld: Bool
-    let hasNew: Bool
     let prior: Bool
 }
