@@ -63,7 +63,7 @@ struct DirectReadTests {
     @Test("a record kept as parts reads as the parts joined, copied in place the same")
     func recordParts() {
         let parts = RecordParts(prefix: Array("{\"a\":1,".utf8), tail: Array("\"b\":2".utf8), suffix: Array("}".utf8))
-        let event = Event(id: 7, name: "change", parts: parts, revision: 3)
+        let event = Event(id: 7, changeRecord: parts, revision: 3)
         #expect(event.data == Array("{\"a\":1,\"b\":2}".utf8))
         #expect(event.encodedCount == 13)
         var copied = [UInt8](repeating: 0, count: 13)
@@ -72,7 +72,7 @@ struct DirectReadTests {
             #expect(end - buffer.baseAddress! == 13)
         }
         #expect(copied == event.data)
-        #expect(Event(id: 8, name: "change", parts: RecordParts(tail: [1, 2]), revision: 3).data == [1, 2])
+        #expect(Event(id: 8, changeRecord: RecordParts(tail: [1, 2]), revision: 3).data == [1, 2])
     }
 }
 

@@ -8,7 +8,7 @@
 /// poll that takes it encodes it (`materialized`; a cluster node's digest encodes it too).
 public struct Event: Sendable {
     public let id: Int
-    public let name: String
+    private let label: Label
     private let payload: Payload
     /// The global revision of the command that made it (0: none), so that a stream can tell
     /// where one revision's events end (`?commits=1`) without reading the data.
@@ -22,26 +22,30 @@ public struct Event: Sendable {
         case deferred(DeferredValueChanged)
     }
 
+    /// The SSE event name.
+    public var name: String { label.name }
+
     public init(id: Int, name: String, data: [UInt8], revision: Int = 0) {
         self.id = id
-        self.name = name
+        self.label = Label(name)
         self.payload = .encoded(data)
         self.revision = revision
     }
 
-    /// An event whose data is `parts` joined (kept apart when it has a prefix or a suffix).
-    init(id: Int, name: String, parts: RecordParts, revision: Int) {
+    /// A `change` record whose data is `parts` joined (kept apart when it has a prefix or a suffix).
+    init(id: Int, changeRecord parts: RecordParts, revision: Int) {
         self.id = id
-        self.name = name
+        self.label = .change
         self.payload =
             parts.prefix.isEmpty && parts.suffix.isEmpty
             ? .encoded(parts.tail) : .framed(parts)
         self.revision = revision
     }
 
-    init(id: Int, name: String, deferred: DeferredValueChanged, revision: Int) {
+    /// The admin stream's `valueChanged`, encoded when read.
+    init(id: Int, valueChanged deferred: DeferredValueChanged, revision: Int) {
         self.id = id
-        self.name = name
+        self.label = .valueChanged
         self.payload = .deferred(deferred)
         self.revision = revision
     }
@@ -92,7 +96,38 @@ public struct Event: Sendable {
     /// This event with its data encoded (itself, when it is).
     public var materialized: Event {
         guard case .deferred(let record) = payload else { return self }
-        return Event(id: id, name: name, data: record.encode(), revision: revision)
+        return Event(id: id, label: label, payload: .encoded(record.encode()), revision: revision)
+    }
+
+    private init(id: Int, label: Label, payload: Payload, revision: Int) {
+        (self.id, self.label, self.payload, self.revision) = (id, label, payload, revision)
+    }
+
+    /// An event's name: those the service makes as tags, copied with no reference counted
+    /// (an event is copied several times on its way to a stream); any other as its string.
+    private enum Label: Sendable {
+        case change, valueChanged, notification, query
+        case other(String)
+
+        init(_ name: String) {
+            switch name {
+            case "change": self = .change
+            case "valueChanged": self = .valueChanged
+            case "notification": self = .notification
+            case "query": self = .query
+            default: self = .other(name)
+            }
+        }
+
+        var name: String {
+            switch self {
+            case .change: "change"
+            case .valueChanged: "valueChanged"
+            case .notification: "notification"
+            case .query: "query"
+            case .other(let name): name
+            }
+        }
     }
 
     /// The memory this event occupies while a log buffers it: its data's storage (capacity, not

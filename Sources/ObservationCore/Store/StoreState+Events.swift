@@ -13,7 +13,7 @@ extension StoreState {
     /// A change record of a batch, kept as parts (its registration's own around a shared tail).
     mutating func emit(_ record: BatchedRecord) {
         guard let (log, id) = observers.takeEventID(record.observerID, at: record.observerSlot) else { return }
-        effects.add(Event(id: id, name: "change", parts: record.parts, revision: revision), to: log)
+        effects.add(Event(id: id, changeRecord: record.parts, revision: revision), to: log)
         journal.mark(.lastEventID, record.observerID)
         journal.gate(log, through: id)
     }

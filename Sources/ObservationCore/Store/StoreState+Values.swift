@@ -122,7 +122,7 @@ extension StoreState {
         let record = DeferredValueChanged(
             target: target, value: value, extra: extra, revision: revision, by: by, tx: tx)
         let current = self.revision
-        emitAdmin { Event(id: $0, name: "valueChanged", deferred: record, revision: current) }
+        emitAdmin { Event(id: $0, valueChanged: record, revision: current) }
     }
 }
 
