@@ -27,6 +27,16 @@ public struct Effects: Sendable {
         events.append(LoggedEvent(log: log, event: event))
     }
 
+    /// Empties every list, keeping its storage, and clears the flags.
+    mutating func empty() {
+        events.emptyKeepingCapacity()
+        closedLogs.emptyKeepingCapacity()
+        barriers.emptyKeepingCapacity()
+        endedTokens.emptyKeepingCapacity()
+        timerMustLook = false
+        revision = 0
+    }
+
     var isEmpty: Bool {
         events.isEmpty && closedLogs.isEmpty && barriers.isEmpty && !timerMustLook && endedTokens.isEmpty
     }

@@ -11,8 +11,13 @@ import Synchronization
 ///
 /// Thread-safety: `enqueue` under the store's lock; `perform` from any thread after it.
 final class Outbox: Sendable {
-    /// Effects to perform, and the revision of the last command enqueued (with effects or not).
-    private let queue = Locked<(effects: [Effects], revision: Int)>(([], 0))
+    /// Effects to perform, the revision of the last command enqueued (with effects or not), and
+    /// performed effects emptied with their lists' storage, for the next commands to fill.
+    private let queue = Locked<(effects: [Effects], revision: Int, spares: [Effects])>(([], 0, []))
+    /// The most emptied effects kept, and the largest list one may keep (a fan-out's thousand
+    /// events' storage goes): bounded whatever the commands were.
+    private static let sparesKept = 4
+    private static let spareCapacity = 16
     /// Held while draining and performing, so batches go in in order. Its state is what a
     /// batch works with, kept (emptied, with its capacity) so that performing allocates nothing.
     private let performing = Locked(Scratch())
@@ -27,7 +32,7 @@ final class Outbox: Sendable {
     /// Starts over at `revision` (a store whose state was replaced), with nothing queued.
     func reset(revision: Int) {
         performing.withLock { scratch in
-            queue.withLock { $0 = ([], revision) }
+            queue.withLock { $0 = ([], revision, []) }
             scratch.batch = []
             performedRevision.store(revision, ordering: .releasing)
         }
@@ -37,11 +42,20 @@ final class Outbox: Sendable {
     /// without effects still counts: its revision is settled once what came before is performed.
     func enqueue(_ effects: consuming Effects) {
         var effects = effects
+        enqueue(taking: &effects)
+    }
+
+    /// `enqueue`, leaving `effects` empty for the next command: effects performed before, with
+    /// their lists' storage, when there are some (a write then allocates no list for its events).
+    func enqueue(taking effects: inout Effects) {
         queue.withLock { queue in
             queue.revision = max(queue.revision, effects.revision)
-            guard !effects.isEmpty else { return }
+            guard !effects.isEmpty else {
+                effects.revision = 0
+                return
+            }
             // Moved in, not copied: a copy retains each of its lists, and the original releases them.
-            queue.effects.append(Effects())
+            queue.effects.append(queue.spares.popLast() ?? Effects())
             swap(&queue.effects[queue.effects.count - 1], &effects)
         }
     }
@@ -89,6 +103,16 @@ final class Outbox: Sendable {
             }
             for log in scratch.touched where log.reveal() { order.append(log) }
             scratch.touched.emptyKeepingCapacity()
+            // Back to the queue for the next commands, emptied, as many as it keeps; the rest
+            // freed whole (a fan-out's list is not emptied event by event to be freed after).
+            queue.withLock { queue in
+                while queue.spares.count < Self.sparesKept, var spare = scratch.batch.popLast() {
+                    guard spare.events.capacity <= Self.spareCapacity else { continue }
+                    spare.empty()
+                    queue.spares.append(Effects())
+                    swap(&queue.spares[queue.spares.count - 1], &spare)
+                }
+            }
             scratch.batch.emptyKeepingCapacity()
             _ = performedRevision.max(revision, ordering: .releasing)
             return (order, barriers, tellTimer, ended)
@@ -145,7 +169,7 @@ extension Array {
     /// Empties the array and keeps its storage, element by element from the end: for the few
     /// elements a batch holds, a fraction of `removeAll(keepingCapacity: true)`, which goes
     /// through the generic `replaceSubrange` (BENCHMARKS.md, "Figures behind the code").
-    fileprivate mutating func emptyKeepingCapacity() {
+    mutating func emptyKeepingCapacity() {
         while popLast() != nil {}
     }
 }

@@ -124,7 +124,9 @@ extension StoreState {
             } catch {
                 throw PersistenceError(kind: .queue, id: "command \(position)", reason: error.description)
             }
-            let (result, effects) = apply(command)
+            let result = apply(command)
+            let effects = effects
+            self.effects = Effects()
             if case .failure(let error) = result {
                 throw PersistenceError(
                     kind: .queue, id: "command \(position)", reason: "no longer applies: \(error.message)")

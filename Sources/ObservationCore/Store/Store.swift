@@ -68,10 +68,11 @@ public final class Store: Sendable {
         let (result, signal) = state.withLock { state -> (Result<Executed, CoreError>, Bool) in
             if command.action.isClientWrite, let outage = state.outage { return (.failure(outage.error), false) }
             let wasEmpty = state.journal.isEmpty
-            let (result, effects) = state.apply(command)
+            let result = state.apply(command)
             if command.action.changesTokens { epoch.add(1, ordering: .releasing) }
-            tap?(effects)
-            outbox.enqueue(effects)
+            tap?(state.effects)
+            // The state keeps the emptied effects the outbox gives back, for its next command.
+            outbox.enqueue(taking: &state.effects)
             // A refused command changed nothing: nothing to make durable.
             guard case .success(let outcome) = result else { return (result.map { Executed($0, ticket: nil) }, false) }
             var signal = false

@@ -1,14 +1,14 @@
 // MARK: - apply: the one way the state changes
 
 extension StoreState {
-    /// Applies a command: returns its answer and the effects to perform after the lock (events
+    /// Applies a command: returns its answer, and leaves in `effects` what to perform after the lock (events
     /// for the logs, logs to close, the timer to tell). Throws the contract's error, having
     /// changed nothing, when the command is refused.
     ///
     /// Deterministic: the result depends on the state and the command only. Time is the
     /// command's, but never earlier than the last command's (the clock does not go back).
-    mutating func apply(_ command: Command) -> (Result<Outcome, CoreError>, Effects) {
-        effects = Effects()
+    mutating func apply(_ command: Command) -> Result<Outcome, CoreError> {
+        assert(effects.isEmpty, "the effects of the command before were taken (`Outbox.enqueue(taking:)`)")
         let before = clock
         let time = max(clock, command.time)
         clock = time
@@ -38,8 +38,7 @@ extension StoreState {
             forgetExpiredKeys(at: time)
         }
         effects.revision = revision
-        defer { effects = Effects() }
-        return (result, effects)
+        return result
     }
 
     /// `access`: what the command's principal may do, as `authorize` decided (nil: everything).
