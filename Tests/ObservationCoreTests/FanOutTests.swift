@@ -10,17 +10,13 @@ struct FanOutTests {
     func registrationsOfTheMoment() throws {
         let store = Store()
         let admin = store.as(.admin)
-        var observers: [(id: String, log: EventLog, cursor: Int)] = []
-        for _ in 0..<12 {
-            let id = try admin.createObserver(ObserverSettings()).observer.id
-            observers.append((id, try store.openStream(of: id), 0))
-        }
+        var observers = try Watchers(count: 12, in: store)
         _ = try admin.createObject(id: "a", className: nil, values: ["n": 0])
         _ = try admin.createObject(id: "b", className: nil, values: ["n": 0])
         _ = try admin.createObject(id: "holder", className: nil, values: ["ref": ["$ref": "a"]])
-        for observer in observers.prefix(9) {
+        for index in 0..<9 {
             _ = try admin.observe(
-                observerID: observer.id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
+                observerID: observers[index].id, objectID: "a", keyPaths: ["n"], options: [.new], context: nil)
         }
         // The tenth reads a.n through a reference, until the reference moves to b.
         _ = try admin.observe(
@@ -28,14 +24,7 @@ struct FanOutTests {
 
         func reached(by value: Int) throws -> [Int] {
             _ = try admin.setValue(.int(value), of: "a", at: "n")
-            var who: [Int] = []
-            for index in observers.indices {
-                guard case .events(let events) = observers[index].log.read(after: observers[index].cursor, limit: 100)
-                else { continue }
-                observers[index].cursor = events.last?.id ?? observers[index].cursor
-                if events.contains(where: { $0.name == "change" }) { who.append(index) }
-            }
-            return who
+            return observers.changedSinceLastLook()
         }
 
         #expect(try reached(by: 1) == Array(0..<10))
@@ -59,11 +48,7 @@ struct FanOutTests {
     func placesUnderAKey() throws {
         let store = Store()
         let admin = store.as(.admin)
-        var observers: [(id: String, log: EventLog, cursor: Int)] = []
-        for _ in 0..<5 {
-            let id = try admin.createObserver(ObserverSettings()).observer.id
-            observers.append((id, try store.openStream(of: id), 0))
-        }
+        var observers = try Watchers(count: 5, in: store)
         _ = try admin.createObject(id: "o", className: nil, values: ["m": ["x": 1, "y": 1], "n": 0])
         for (index, keyPath) in ["m.x", "m.y", "m", "n"].enumerated() {
             _ = try admin.observe(
@@ -72,14 +57,7 @@ struct FanOutTests {
 
         func reached(setting value: JSON, at keyPath: String) throws -> [Int] {
             _ = try admin.setValue(value, of: "o", at: keyPath)
-            var who: [Int] = []
-            for index in observers.indices {
-                guard case .events(let events) = observers[index].log.read(after: observers[index].cursor, limit: 100)
-                else { continue }
-                observers[index].cursor = events.last?.id ?? observers[index].cursor
-                if events.contains(where: { $0.name == "change" }) { who.append(index) }
-            }
-            return who
+            return observers.changedSinceLastLook()
         }
 
         #expect(try reached(setting: 2, at: "m.x") == [0, 2])
@@ -123,5 +101,31 @@ struct FanOutTests {
             #expect(seen.map(\.new) == expected.map { $0 }, "observer \(index)")
             #expect(seen.map(\.id) == Array(1...expected.count), "observer \(index)'s ids are its own, gapless")
         }
+    }
+}
+
+/// Observers with their streams, and what each was told since the last look.
+private struct Watchers {
+    private var observers: [(id: String, log: EventLog, cursor: Int)] = []
+
+    init(count: Int, in store: Store) throws {
+        for _ in 0..<count {
+            let id = try store.as(.admin).createObserver(ObserverSettings()).observer.id
+            observers.append((id, try store.openStream(of: id), 0))
+        }
+    }
+
+    subscript(index: Int) -> (id: String, log: EventLog, cursor: Int) { observers[index] }
+
+    /// The observers (by place) told a change since the last look.
+    mutating func changedSinceLastLook() -> [Int] {
+        var who: [Int] = []
+        for index in observers.indices {
+            guard case .events(let events) = observers[index].log.read(after: observers[index].cursor, limit: 100)
+            else { continue }
+            observers[index].cursor = events.last?.id ?? observers[index].cursor
+            if events.contains(where: { $0.name == "change" }) { who.append(index) }
+        }
+        return who
     }
 }
