@@ -131,17 +131,29 @@ struct RegistrationIndex: Sendable {
         fileprivate let slot: Int
     }
 
-    /// Whether any registration depends on a value of object `id` (else a write to it affects none).
-    func isObserved(_ id: String) -> Bool { dependents.table[id] != nil }
+    /// The registrations reading object `id`, by the key they read: nil when none does (a
+    /// write to it affects none). Handed to `affected`, which then does not look them up again.
+    func readers(of id: String) -> Readers? {
+        dependents.table[id].map { Readers(objectID: id, byKey: $0) }
+    }
+
+    /// What `readers(of:)` found.
+    struct Readers {
+        fileprivate let objectID: String
+        fileprivate let byKey: [String: [RegistrationDependents.Entry]]
+    }
 
     /// The registrations a set of writes affects, where they are, each with the policy that
     /// governs it (the most eager of the policies of the keys written), in creation order.
-    mutating func affected(by writes: [Write]) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
-        guard writes.count == 1, writes[0].location.keys.count == 1 else { return search(writes) }
+    /// `readers`: what `readers(of:)` found for one of the objects written, if the caller asked.
+    mutating func affected(
+        by writes: [Write], readers: Readers? = nil
+    ) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
+        guard writes.count == 1, writes[0].location.keys.count == 1 else { return search(writes, readers) }
         if memo?.holds(for: writes[0], generation, dependents.generation) == true, let found = memo?.found {
             return found
         }
-        let found = search(writes)
+        let found = search(writes, readers)
         // Worth remembering where walking the list again would cost the most.
         if found.count >= AffectedMemo.fewest {
             memo = AffectedMemo(
@@ -151,14 +163,17 @@ struct RegistrationIndex: Sendable {
         return found
     }
 
-    private func search(_ writes: [Write]) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
+    private func search(
+        _ writes: [Write], _ known: Readers?
+    ) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
         var found: [(sequence: Int, position: Position, policy: NotifyPolicy)] = []
         // A registration reached more than once (several writes, or an object written whole and
         // read under several keys) is found once, with the most eager policy; by slot.
         let repeats = writes.count > 1 || writes.contains { $0.location.keys.isEmpty }
         var places: [Int: Int] = [:]
         for write in writes {
-            guard let byKey = dependents.table[write.location.objectID] else { continue }
+            let objectID = write.location.objectID
+            guard let byKey = known?.objectID == objectID ? known?.byKey : dependents.table[objectID] else { continue }
             func visit(_ list: [RegistrationDependents.Entry]) {
                 // Once: reserving again for every write could copy the list every time.
                 if found.isEmpty { found.reserveCapacity(list.count) }

@@ -28,8 +28,11 @@ extension StoreState {
     /// its dependencies, and emits its records: every prior record first, then every post
     /// record (section 6.2), in registration creation order. Registrations on the same object
     /// and key path share one evaluation (the graph does not change while they are visited).
-    mutating func propagate(_ writes: [Write], revision: Int, toMany: ToManyChange? = nil) {
-        let affected = registrations.affected(by: writes)
+    /// `readers`: the registrations reading the object written, when the caller looked them up.
+    mutating func propagate(
+        _ writes: [Write], revision: Int, toMany: ToManyChange? = nil, readers: RegistrationIndex.Readers? = nil
+    ) {
+        let affected = registrations.affected(by: writes, readers: readers)
         guard !affected.isEmpty else { return }
         var batch = RecordBatch(sharesTails: affected.count > 1, tx: tx)
         collectRecords(affected, after: writes, revision: revision, into: &batch) { _ in toMany }
