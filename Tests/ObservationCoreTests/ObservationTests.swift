@@ -142,6 +142,29 @@ struct ObservationTests {
         #expect(changeRecords(late).map { [$0["old"], $0["new"]] } == [[2, 3]], "its own last value, not the other's")
     }
 
+    @Test("a record writes its own values as they are spelled, though another's in the same change are equal")
+    func recordsKeepTheirSpelling() throws {
+        let store = Store()
+        let admin = store.as(.admin)
+        let values: JSONObject = ["x": 1, "y": 1.0, "p": ["a": 1, "b": 2], "r": ["b": 2, "a": 1]]
+        _ = try admin.createObject(id: "o", className: nil, values: values)
+        var logs: [String: EventLog] = [:]
+        for key in ["x", "y", "p", "r"] {
+            let id = try admin.createObserver(ObserverSettings()).observer.id
+            _ = try admin.observe(observerID: id, objectID: "o", keyPaths: [key], options: [.old, .new], context: nil)
+            logs[key] = try store.openStream(of: id)
+        }
+        _ = try admin.patch("o", values: ["x": 2, "y": 2, "p": 0, "r": 0])  // one change: tails shared where alike
+        func text(_ key: String) -> String {
+            guard case .events(let events)? = logs[key]?.read(after: 0, limit: 10) else { return "" }
+            return events.map { String(decoding: $0.data, as: UTF8.self) }.joined(separator: "\n")
+        }
+        #expect(text("x").contains("\"old\":1,"), "\(text("x"))")
+        #expect(text("y").contains("\"old\":1.0,"), "\(text("y"))")
+        #expect(text("p").contains("\"old\":{\"a\":1,\"b\":2}"), "\(text("p"))")
+        #expect(text("r").contains("\"old\":{\"b\":2,\"a\":1}"), "\(text("r"))")
+    }
+
     @Test("a one-key registration tells every change as its value goes from plain to a reference and back")
     func oneKeyThroughKinds() throws {
         var fixture = try ObservationFixture()

@@ -37,6 +37,12 @@ public struct Effects: Sendable {
         revision = 0
     }
 
+    /// Whether no list has room for more than `capacity` (what an emptied one may keep).
+    func fits(within capacity: Int) -> Bool {
+        events.capacity <= capacity && closedLogs.capacity <= capacity && barriers.capacity <= capacity
+            && endedTokens.capacity <= capacity
+    }
+
     var isEmpty: Bool {
         events.isEmpty && closedLogs.isEmpty && barriers.isEmpty && !timerMustLook && endedTokens.isEmpty
     }

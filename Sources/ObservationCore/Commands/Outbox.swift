@@ -15,7 +15,7 @@ final class Outbox: Sendable {
     /// performed effects emptied with their lists' storage, for the next commands to fill.
     private let queue = Locked<(effects: [Effects], revision: Int, spares: [Effects])>(([], 0, []))
     /// The most emptied effects kept, and the largest list one may keep (a fan-out's thousand
-    /// events' storage goes): bounded whatever the commands were.
+    /// events, or a sweep's thousand closed logs, are freed): bounded whatever the commands were.
     private static let sparesKept = 4
     private static let spareCapacity = 16
     /// Held while draining and performing, so batches go in in order. Its state is what a
@@ -107,7 +107,7 @@ final class Outbox: Sendable {
             // freed whole (a fan-out's list is not emptied event by event to be freed after).
             queue.withLock { queue in
                 while queue.spares.count < Self.sparesKept, var spare = scratch.batch.popLast() {
-                    guard spare.events.capacity <= Self.spareCapacity else { continue }
+                    guard spare.fits(within: Self.spareCapacity) else { continue }
                     spare.empty()
                     queue.spares.append(Effects())
                     swap(&queue.spares[queue.spares.count - 1], &spare)

@@ -107,6 +107,24 @@ extension JSON: Equatable {
     }
 }
 
+extension JSON {
+    /// Whether the two are written as the same text: `==` but for the spelling JSON equality
+    /// ignores (`1` against `1.0`, members in another order, strings equal as Unicode but not
+    /// as bytes). What one value's encoding may stand for the other's (a shared record tail).
+    func encodesLike(_ other: JSON) -> Bool {
+        switch (self, other) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.int(let a), .int(let b)): a == b
+        case (.double(let a), .double(let b)): a.bitPattern == b.bitPattern
+        case (.string(let a), .string(let b)): a.utf8.elementsEqual(b.utf8)
+        case (.array(let a), .array(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.encodesLike($1) }
+        case (.object(let a), .object(let b)): a.encodesLike(b)
+        default: false
+        }
+    }
+}
+
 extension JSON: Hashable {
     public func hash(into hasher: inout Hasher) {
         switch self {

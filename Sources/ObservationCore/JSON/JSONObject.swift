@@ -87,12 +87,24 @@ extension JSONObject: Sequence {
 
 extension JSONObject: Hashable {
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        // One storage (a value shared, not rebuilt): equal without looking at a member.
-        let shared = lhs.members.withUnsafeBufferPointer { left in
-            rhs.members.withUnsafeBufferPointer { $0.baseAddress == left.baseAddress }
+        lhs.count == rhs.count && (lhs.sharesStorage(with: rhs) || lhs.members.allSatisfy { rhs[$0.key] == $0.value })
+    }
+
+    /// Whether the two are written as the same text (`JSON.encodesLike`): the same members in
+    /// the same order, each written alike.
+    func encodesLike(_ other: JSONObject) -> Bool {
+        count == other.count
+            && (sharesStorage(with: other)
+                || zip(members, other.members).allSatisfy {
+                    $0.key.utf8.elementsEqual($1.key.utf8) && $0.value.encodesLike($1.value)
+                })
+    }
+
+    /// One storage (a value shared, not rebuilt): equal, and written alike, without a member looked at.
+    private func sharesStorage(with other: JSONObject) -> Bool {
+        members.withUnsafeBufferPointer { mine in
+            other.members.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress }
         }
-        return shared || lhs.members.allSatisfy { rhs[$0.key] == $0.value }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -84,8 +84,9 @@ struct RecordBatch {
     }
 
     /// A tail is shared by records that would encode it alike: the same kind, flags and
-    /// transaction, and equal `old` and `new` (registrations on one key path may differ in
-    /// both: by what their tokens may read, and since their last notification of a `manual` key).
+    /// transaction, and `old` and `new` written alike (registrations on one key path may differ
+    /// in both: by what their tokens may read, and since their last notification of a `manual`
+    /// key; on two key paths, equal values may be spelled apart, `1` and `1.0`).
     private mutating func encode(_ registration: Registration, _ record: ChangeRecord, shared: Bool) -> RecordParts {
         guard sharesTails, shared else { return RecordParts(tail: ChangeRecord.encode(registration, record: record)) }
         if let lastTail, lastTail.encodes(record) { return ChangeRecord.parts(registration, tail: lastTail.bytes) }
@@ -124,7 +125,15 @@ private struct SharedTail {
     /// Whether `record` (of the same batch) encodes to these bytes.
     func encodes(_ record: ChangeRecord) -> Bool {
         flag == record.flag && kind == record.kind && indexes == record.indexes && tx == record.tx
-            && old == record.old && new == record.new
+            && Self.alike(old, record.old) && Self.alike(new, record.new)
+    }
+
+    private static func alike(_ a: JSON?, _ b: JSON?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let a?, let b?): a.encodesLike(b)
+        default: false
+        }
     }
 }
 
