@@ -1,8 +1,24 @@
-import ObservationCore
 import Testing
+
+@testable import ObservationCore
 
 @Suite("JSON parsing and writing")
 struct JSONTests {
+    @Test("values written alike: equal numbers, members and strings told apart by their spelling")
+    func writtenAlike() throws {
+        let long = String(repeating: "abcdefgh", count: 40) + "xyz"
+        let copy = String(decoding: Array(long.utf8), as: UTF8.self)  // the same bytes, another storage
+        let other = String(long.dropLast()) + "w"
+        #expect(JSON.string(long).encodesLike(.string(copy)))
+        #expect(!JSON.string(long).encodesLike(.string(other)), "the last byte differs")
+        #expect(!JSON.string(long).encodesLike(.string(String(long.dropLast()))))
+        #expect(!JSON.string("\u{E9}").encodesLike(.string("e\u{301}")), "equal as Unicode, not as bytes")
+        #expect(JSON.int(1) == .double(1) && !JSON.int(1).encodesLike(.double(1)))
+        let ab: JSON = ["a": 1, "b": [1, "x"]]
+        #expect(ab.encodesLike(try JSONParser.parse(#"{"a":1,"b":[1,"x"]}"#)))
+        #expect(ab == ["b": [1, "x"], "a": 1] && !ab.encodesLike(["b": [1, "x"], "a": 1]))
+    }
+
     @Test("valid documents parse to the expected value", arguments: validCases)
     func parses(text: String, expected: JSON) throws {
         #expect(try JSONParser.parse(text) == expected)

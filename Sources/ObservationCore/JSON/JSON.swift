@@ -117,11 +117,41 @@ extension JSON {
         case (.bool(let a), .bool(let b)): a == b
         case (.int(let a), .int(let b)): a == b
         case (.double(let a), .double(let b)): a.bitPattern == b.bitPattern
-        case (.string(let a), .string(let b)): a.utf8.elementsEqual(b.utf8)
+        case (.string(let a), .string(let b)): Self.sameBytes(a, b)
         case (.array(let a), .array(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.encodesLike($1) }
         case (.object(let a), .object(let b)): a.encodesLike(b)
         default: false
         }
+    }
+
+    /// Whether the two strings are the same bytes: at once when they share their storage (a value
+    /// shared by every registration on it, however long), else compared eight bytes at a time.
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        let compared = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y in
+                Self.sameBytes(UnsafeRawBufferPointer(x), UnsafeRawBufferPointer(y))
+            }
+        }
+        return (compared ?? nil) ?? a.utf8.elementsEqual(b.utf8)
+    }
+
+    private static func sameBytes(_ x: UnsafeRawBufferPointer, _ y: UnsafeRawBufferPointer) -> Bool {
+        guard x.count == y.count else { return false }
+        guard let p = x.baseAddress, let q = y.baseAddress, p != q else { return true }
+        var offset = 0
+        while offset + 8 <= x.count {
+            let (left, right) = (
+                p.loadUnaligned(fromByteOffset: offset, as: UInt64.self),
+                q.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            )
+            guard left == right else { return false }
+            offset += 8
+        }
+        while offset < x.count {
+            guard x[offset] == y[offset] else { return false }
+            offset += 1
+        }
+        return true
     }
 }
 

@@ -96,7 +96,7 @@ extension JSONObject: Hashable {
         count == other.count
             && (sharesStorage(with: other)
                 || zip(members, other.members).allSatisfy {
-                    $0.key.utf8.elementsEqual($1.key.utf8) && $0.value.encodesLike($1.value)
+                    JSON.sameBytes($0.key, $1.key) && $0.value.encodesLike($1.value)
                 })
     }
 
