@@ -132,28 +132,36 @@ struct RegistrationIndex: Sendable {
     }
 
     /// The registrations reading object `id`, by the key they read: nil when none does (a
-    /// write to it affects none). Handed to `affected`, which then does not look them up again.
-    func readers(of id: String) -> Readers? {
-        dependents.table[id].map { Readers(objectID: id, byKey: $0) }
+    /// write to it affects none). Handed to `affected(by:among:)`, which then does not look
+    /// them up again.
+    func dependents(of id: String) -> ObjectDependents? {
+        dependents.table[id].map { ObjectDependents(objectID: id, byKey: $0) }
     }
 
-    /// What `readers(of:)` found.
-    struct Readers {
+    /// What `dependents(of:)` found.
+    struct ObjectDependents {
         fileprivate let objectID: String
         fileprivate let byKey: [String: [RegistrationDependents.Entry]]
+
+        /// No object's: every object written is looked up (ids are never empty).
+        fileprivate static let none = ObjectDependents(objectID: "", byKey: [:])
     }
 
     /// The registrations a set of writes affects, where they are, each with the policy that
     /// governs it (the most eager of the policies of the keys written), in creation order.
-    /// `readers`: what `readers(of:)` found for one of the objects written, if the caller asked.
+    mutating func affected(by writes: [Write]) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
+        affected(by: writes, among: .none)
+    }
+
+    /// `affected(by:)`, with what `dependents(of:)` found for one of the objects written.
     mutating func affected(
-        by writes: [Write], readers: Readers? = nil
+        by writes: [Write], among known: ObjectDependents
     ) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
-        guard writes.count == 1, writes[0].location.keys.count == 1 else { return search(writes, readers) }
+        guard writes.count == 1, writes[0].location.keys.count == 1 else { return search(writes, known) }
         if memo?.holds(for: writes[0], generation, dependents.generation) == true, let found = memo?.found {
             return found
         }
-        let found = search(writes, readers)
+        let found = search(writes, known)
         // Worth remembering where walking the list again would cost the most.
         if found.count >= AffectedMemo.fewest {
             memo = AffectedMemo(
@@ -164,7 +172,7 @@ struct RegistrationIndex: Sendable {
     }
 
     private func search(
-        _ writes: [Write], _ known: Readers?
+        _ writes: [Write], _ known: ObjectDependents
     ) -> [(sequence: Int, position: Position, policy: NotifyPolicy)] {
         var found: [(sequence: Int, position: Position, policy: NotifyPolicy)] = []
         // A registration reached more than once (several writes, or an object written whole and
@@ -173,7 +181,7 @@ struct RegistrationIndex: Sendable {
         var places: [Int: Int] = [:]
         for write in writes {
             let objectID = write.location.objectID
-            guard let byKey = known?.objectID == objectID ? known?.byKey : dependents.table[objectID] else { continue }
+            guard let byKey = known.objectID == objectID ? known.byKey : dependents.table[objectID] else { continue }
             func visit(_ list: [RegistrationDependents.Entry]) {
                 // Once: reserving again for every write could copy the list every time.
                 if found.isEmpty { found.reserveCapacity(list.count) }

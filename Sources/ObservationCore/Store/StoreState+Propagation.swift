@@ -28,11 +28,19 @@ extension StoreState {
     /// its dependencies, and emits its records: every prior record first, then every post
     /// record (section 6.2), in registration creation order. Registrations on the same object
     /// and key path share one evaluation (the graph does not change while they are visited).
-    /// `readers`: the registrations reading the object written, when the caller looked them up.
-    mutating func propagate(
-        _ writes: [Write], revision: Int, toMany: ToManyChange? = nil, readers: RegistrationIndex.Readers? = nil
+    mutating func propagate(_ writes: [Write], revision: Int, toMany: ToManyChange? = nil) {
+        emitRecords(registrations.affected(by: writes), after: writes, revision: revision, toMany: toMany)
+    }
+
+    /// `propagate` of writes to one object whose dependents the caller looked up already.
+    mutating func propagate(_ writes: [Write], revision: Int, among known: RegistrationIndex.ObjectDependents) {
+        emitRecords(registrations.affected(by: writes, among: known), after: writes, revision: revision, toMany: nil)
+    }
+
+    private mutating func emitRecords(
+        _ affected: [(sequence: Int, position: RegistrationIndex.Position, policy: NotifyPolicy)],
+        after writes: [Write], revision: Int, toMany: ToManyChange?
     ) {
-        let affected = registrations.affected(by: writes, readers: readers)
         guard !affected.isEmpty else { return }
         var batch = RecordBatch(sharesTails: affected.count > 1, tx: tx)
         collectRecords(affected, after: writes, revision: revision, into: &batch) { _ in toMany }

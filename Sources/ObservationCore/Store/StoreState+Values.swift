@@ -9,8 +9,8 @@ extension StoreState {
         let probe = queries.isEmpty ? nil : queryProbe(target.objectID, keys: [target.inner.first ?? target.key])
         let revision = nextRevision()
         store(value, at: target, revision: revision, position: position)
-        if let readers = registrations.readers(of: target.objectID) {
-            propagate([write(at: target, storing: value, position: position)], revision: revision, readers: readers)
+        if let known = registrations.dependents(of: target.objectID) {
+            propagate([write(at: target, storing: value, position: position)], revision: revision, among: known)
         }
         if let probe { noteQueryChanges(probe) }
         emitValueChanged(target, value, revision: revision)
