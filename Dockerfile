@@ -2,7 +2,7 @@
 #   docker build -t obs-server .
 #   docker run -p 8080:8080 -e OBS_TOKEN=change-me -v obs-data:/data obs-server
 # `make image` builds the `prebuilt` target instead: the same runtime stage around a binary built
-# on this machine (build/image/obs-server, `swift build -c release --static-swift-stdlib`), on a
+# on this machine (build/image/obs-server, `swift build -c release --experimental-lto-mode=full --static-swift-stdlib`), on a
 # base of your choice (BASE; without a registry, one made from Debian's packages with mmdebstrap:
 # deploy/image.py, docs/DEPLOY.md).
 ARG BASE=debian:bookworm-slim
@@ -14,8 +14,8 @@ RUN apt-get update \
 WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
-RUN swift build -c release --static-swift-stdlib \
-    && install -D -s "$(swift build -c release --show-bin-path)/obs-server" /out/obs-server
+RUN swift build -c release --experimental-lto-mode=full --static-swift-stdlib \
+    && install -D -s "$(swift build -c release --experimental-lto-mode=full --static-swift-stdlib --show-bin-path)/obs-server" /out/obs-server
 
 # The runtime stage: everything but the binary.
 FROM ${BASE} AS runtime

@@ -23,6 +23,9 @@ test_phase  = $(if $(ALL_DEPS),.ci/phase --go-on $(1))
 LOW        := chrt --idle 0
 # Black-box workers (pytest-xdist, a file per worker at a time: a file's module fixtures stay whole).
 BLACKBOX_WORKERS ?= 3
+# Release builds are optimised across modules at link time: the HTTP layer's calls into the core are
+# inlined and specialised there (fewer instructions per write, BENCHMARKS.md "Issue 46, fifth session").
+RELEASE    := -c release --experimental-lto-mode=full
 
 .PHONY: run build release resolve static image deps deps-tests deps-venv deps-browser deps-blackbox deps-cluster deps-bench deps-image deps-node deps-valgrind test test-phases build-tests tsan-build image-base test-swift test-js test-blackbox test-image test-bench-smoke test-tsan lint bench profile deps-perf bench-peers bench-cluster bench-queries bench-scoped bench-presence bench-webhooks bench-fanout floor soak callgrind clean help
 
@@ -97,7 +100,7 @@ build: deps
 	$(SWIFT) build
 
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE)
 
 ## The packages the three builds share (Package.resolved is not committed), fetched once before they
 ## start side by side under `make test`.
@@ -106,7 +109,7 @@ resolve: deps
 
 ## The binary the image carries: release, the Swift runtime linked in (the runtime image has no Swift).
 static: $(if $(ALL_DEPS),resolve,deps)
-	@$(call phase,static) $(if $(ALL_DEPS),$(LOW)) $(SWIFT) build -c release --static-swift-stdlib \
+	@$(call phase,static) $(if $(ALL_DEPS),$(LOW)) $(SWIFT) build $(RELEASE) --static-swift-stdlib \
 	  --scratch-path $(STATIC_DIR)
 
 ## The container image (IMAGE=obs-server) with podman or docker, whichever is installed (podman when
