@@ -70,7 +70,7 @@ final class Outbox: Sendable {
     /// streams: nothing is built for them, or destroyed).
     func performQueued() -> OutboxDeliveries? {
         let (wake, barriers, tellTimer, ended) = performing.withLock {
-            scratch -> ([EventLog], [EventLog.Barrier], Bool, [(id: String, reason: String)]) in
+            scratch -> (LogsToWake, [EventLog.Barrier], Bool, [(id: String, reason: String)]) in
             // The queue takes the empty list back: neither list is copied or reallocated.
             let revision = queue.withLock { queue in
                 swap(&queue.effects, &scratch.batch)
@@ -81,7 +81,7 @@ final class Outbox: Sendable {
             // Each log once, in the order first touched: appended, then revealed with the whole
             // batch (streams never see part of a revision), then woken if it tells its first
             // change since it was last woken.
-            var order: [EventLog] = []
+            var order = LogsToWake()
             var barriers: [EventLog.Barrier] = []
             var tellTimer = false
             var ended: [(id: String, reason: String)] = []
@@ -129,7 +129,7 @@ final class Outbox: Sendable {
 /// logs to wake (their parked streams write to their sockets), the timer to tell. Made at
 /// once, or a little later by whoever defers them (a worker sends a writer's answer first).
 public struct OutboxDeliveries: Sendable {
-    fileprivate let wake: [EventLog]
+    fileprivate let wake: LogsToWake
     fileprivate let barriers: [EventLog.Barrier]
     fileprivate let timer: TimerHook?
     fileprivate let ended: (RevocationHook, [(id: String, reason: String)])?
@@ -140,9 +140,23 @@ public struct OutboxDeliveries: Sendable {
     /// Does it (once; no lock held). Ended tokens last: their streams have their events first.
     public func make() {
         for barrier in barriers { barrier.deliver() }
-        for log in wake { log.wake() }
+        wake.first?.wake()
+        for log in wake.rest { log.wake() }
         timer?.call()
         if let (hook, ended) = ended { hook.call(ended) }
+    }
+}
+
+/// The logs a batch woke, in the order first touched. The first is kept apart: most writes wake
+/// one log (the observer's), and a list of one was an allocation per write.
+struct LogsToWake: Sendable {
+    private(set) var first: EventLog?
+    private(set) var rest: [EventLog] = []
+
+    var isEmpty: Bool { first == nil }
+
+    mutating func append(_ log: EventLog) {
+        if first == nil { first = log } else { rest.append(log) }
     }
 }
 

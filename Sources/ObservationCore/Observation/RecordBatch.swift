@@ -43,13 +43,35 @@ struct RecordBatch {
     /// with it costs less than hashing a key.
     private var lastTail: SharedTail?
     /// Off for a single registration: nothing to share, and the lookup would cost.
-    let sharesTails: Bool
+    private(set) var sharesTails: Bool
     /// The transaction that made the change (section 15): every record of it carries it.
-    let tx: String?
+    private(set) var tx: String?
+
+    /// The most records a batch kept between changes may have room for (a fan-out's are freed).
+    static let spareCapacity = 16
 
     init(sharesTails: Bool, tx: String?) {
         self.sharesTails = sharesTails
         self.tx = tx
+    }
+
+    /// An emptied batch (`emptyForReuse`) taken for the records of another change.
+    mutating func reuse(sharesTails: Bool, tx: String?) {
+        self.sharesTails = sharesTails
+        self.tx = tx
+    }
+
+    /// Lets go of the records, keeping the lists' storage for the next change (a write's list of
+    /// one record was allocated and freed each time). False when the lists grew past
+    /// `spareCapacity`: such a batch is not worth keeping.
+    mutating func emptyForReuse() -> Bool {
+        guard posts.capacity <= Self.spareCapacity, priors.capacity <= Self.spareCapacity else { return false }
+        // One at a time: `removeAll` destroys them through the runtime's generic array destroy.
+        while priors.popLast() != nil {}
+        while posts.popLast() != nil {}
+        if !tails.isEmpty { tails = [:] }
+        lastTail = nil
+        return true
     }
 
     /// The records of `registration` for a change from `old` to `new` made by `by` (none for

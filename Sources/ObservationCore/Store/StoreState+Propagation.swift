@@ -42,9 +42,11 @@ extension StoreState {
         after writes: [Write], revision: Int, toMany: ToManyChange?
     ) {
         guard !affected.isEmpty else { return }
-        var batch = RecordBatch(sharesTails: affected.count > 1, tx: tx)
+        var batch = spareBatch.take() ?? RecordBatch(sharesTails: false, tx: nil)
+        batch.reuse(sharesTails: affected.count > 1, tx: tx)
         collectRecords(affected, after: writes, revision: revision, into: &batch) { _ in toMany }
         emitBatch(batch)
+        if batch.emptyForReuse() { spareBatch = consume batch }
     }
 
     /// The records of the `affected` registrations for the writes (already applied), into

@@ -52,6 +52,8 @@ struct StoreState: Sendable {
     var outage: Outage?
     /// The effects of the command being applied (taken by `apply`).
     var effects = Effects()
+    /// The last change's record batch, emptied with its lists' storage, for the next change's.
+    var spareBatch: RecordBatch?
     /// The writes of the current revision that queries have yet to see: they get one record
     /// each for all of them, once the revision is complete (section 12).
     var queryChanges: [QueryChange] = []
