@@ -31,9 +31,8 @@ extension JSON {
         case .array(let elements):
             elements.reduce(1 + elements.count + 32 + 48 * elements.count) { $0 + $1.estimatedBytes }
         case .object(let members):
-            members.reduce(
-                1 + members.count + 32 + 40 * max(4, 2 * members.count) + (members.count > 16 ? 48 * members.count : 0)
-            ) { $0 + Self.estimatedBytes(of: $1.key) + 1 + $1.value.estimatedBytes }
+            1 + members.count + 32 + 40 * max(4, 2 * members.count) + (members.count > 16 ? 48 * members.count : 0)
+                + members.estimatedMemberBytes
         }
     }
 

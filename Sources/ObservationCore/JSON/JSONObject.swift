@@ -48,6 +48,16 @@ public struct JSONObject: Sendable {
         }
     }
 
+    /// `JSON.estimatedBytes` of the members (each name quoted, its colon, its value), read where
+    /// they are: iterating the object copied each member out, retaining its name and value.
+    var estimatedMemberBytes: Int {
+        var total = 0
+        for index in members.indices {
+            total += JSON.estimatedBytes(of: members[index].key) + 1 + members[index].value.estimatedBytes
+        }
+        return total
+    }
+
     /// Changes the member `key` in place (no copy of its value); nil when it is absent.
     mutating func modify<T>(_ key: String, _ body: (inout JSON) -> T) -> T? {
         guard let position = position(of: key) else { return nil }
