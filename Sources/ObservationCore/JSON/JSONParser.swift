@@ -161,8 +161,9 @@ public struct JSONParser: ~Copyable {
     /// (two thirds of its cost for a short string). Decoding replaces each invalid sequence by
     /// U+FFFD, which is valid itself, so a decoded string whose bytes differ from `bytes` had some.
     static func text(_ bytes: UnsafeBufferPointer<UInt8>, ascii: Bool) -> String? {
+        if ascii { return String(validatedASCII: bytes) }
         let text = String(decoding: bytes, as: UTF8.self)
-        return ascii || text.utf8.elementsEqual(bytes) ? text : nil
+        return text.utf8.elementsEqual(bytes) ? text : nil
     }
 
     private func checkLength(_ count: Int, of start: Int) throws(CoreError) {
