@@ -166,12 +166,17 @@ public struct JSONParser: ~Copyable {
         return text.utf8.elementsEqual(bytes) ? text : nil
     }
 
+    /// Inlined (a comparison per string); the error is made out of line.
+    @inline(__always)
     private func checkLength(_ count: Int, of start: Int) throws(CoreError) {
         guard count > maxStringBytes else { return }
-        throw CoreError(
-            .payloadTooLarge,
-            "a string of \(count) bytes at byte \(start - 1) is over the limit of \(maxStringBytes) bytes",
-            details: ["limit": .int(maxStringBytes), "offset": .int(start - 1)])
+        throw Self.tooLong(count, at: start - 1, limit: maxStringBytes)
+    }
+
+    private static func tooLong(_ count: Int, at offset: Int, limit: Int) -> CoreError {
+        CoreError(
+            .payloadTooLarge, "a string of \(count) bytes at byte \(offset) is over the limit of \(limit) bytes",
+            details: ["limit": .int(limit), "offset": .int(offset)])
     }
 
     private mutating func escapedString(from start: Int) throws(CoreError) -> String {
