@@ -78,6 +78,8 @@ struct JSONTests {
             #expect(Array(made.utf8) == bytes && made.count == length && made + "é" == expected + "é")
             let quoted = [UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")]
             #expect(try JSONParser.parse(quoted) == .string(expected))
+            #expect(try JSONParser.parse(quoted[...]) == .string(expected), "any collection, contiguous")
+            #expect(try JSONParser.parse(quoted.lazy.map { $0 }) == .string(expected), "or not")
             let object = try JSONParser.parse([UInt8(ascii: "{")] + quoted + Array(#":1}"#.utf8))
             #expect(object == .object([expected: 1]))
             guard case .object(let members) = object else { return }

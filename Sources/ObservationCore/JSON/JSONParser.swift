@@ -36,6 +36,20 @@ public struct JSONParser: ~Copyable {
         return try parse(Array(bytes), maxDepth: maxDepth, maxStringBytes: maxStringBytes)
     }
 
+    /// Parses `bytes` as one JSON document: a request's body, read in place without the generic
+    /// collection's dispatch (`withContiguousStorageIfAvailable` is not specialized across modules).
+    public static func parse(
+        _ bytes: [UInt8], maxDepth: Int = defaultMaxDepth, maxStringBytes: Int = .max
+    ) throws(CoreError) -> JSON {
+        let result = bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(CoreError) -> JSON in
+                var parser = JSONParser(buffer, maxDepth: maxDepth, maxStringBytes: maxStringBytes)
+                return try parser.document()
+            }
+        }
+        return try result.get()
+    }
+
     /// Parses the UTF-8 of `text` as one JSON document.
     public static func parse(
         _ text: String, maxDepth: Int = defaultMaxDepth, maxStringBytes: Int = .max
