@@ -18,7 +18,7 @@ extension String {
     /// The small string of `count` (at most 15) ASCII bytes at `base`: its bytes in order from the
     /// first word's low byte, then 0xE (small, ASCII) and the count in the second word's high byte.
     /// Read in at most two overlapping loads per word, not a byte at a time.
-    @usableFromInline
+    @inlinable @inline(__always)
     static func smallASCII(_ base: UnsafeRawPointer, count: Int) -> String {
         var (low, high): (UInt64, UInt64) = (0, 0)
         switch count {
