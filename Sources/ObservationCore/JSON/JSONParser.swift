@@ -331,12 +331,15 @@ public struct JSONParser: ~Copyable {
 
     private func peek(_ byte: UInt8) -> Bool { index < bytes.count && bytes[index] == byte }
 
+    /// Inlined (a comparison per `:`, `}` and `]`); the error is made out of line.
+    @inline(__always)
     private mutating func expect(_ byte: UInt8) throws(CoreError) {
-        guard peek(byte) else {
-            if index >= bytes.count { throw failure("unexpected end of input") }
-            throw failure("expected '\(Unicode.Scalar(byte))'")
-        }
+        guard peek(byte) else { throw missing(byte) }
         index += 1
+    }
+
+    private func missing(_ byte: UInt8) -> CoreError {
+        index >= bytes.count ? failure("unexpected end of input") : failure("expected '\(Unicode.Scalar(byte))'")
     }
 
     private func failure(_ message: String, at offset: Int? = nil) -> CoreError {
