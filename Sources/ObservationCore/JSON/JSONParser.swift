@@ -139,10 +139,14 @@ public struct JSONParser: ~Copyable {
         }
     }
 
+    /// Inlined, as `expect` is.
+    @inline(__always)
     private mutating func enter() throws(CoreError) {
         depth += 1
-        guard depth <= maxDepth else { throw failure("nesting deeper than \(maxDepth) levels") }
+        guard depth <= maxDepth else { throw tooDeep() }
     }
+
+    private func tooDeep() -> CoreError { failure("nesting deeper than \(maxDepth) levels") }
 
     // MARK: - Scalars
 
