@@ -12,6 +12,11 @@ struct PathSegmentsTests {
         ("a/b", ["a", "b"]), ("/v1/objects/x%2Fy/values/n", ["v1", "objects", "x/y", "values", "n"]),
         ("/v1/objects/a%00b", ["v1", "objects", "a\u{0}b"]), ("/%E2%84%AA", ["\u{212A}"]), ("/%zz/%4", ["%zz", "%4"]),
         ("/é/ü", ["é", "ü"]),
+        // ASCII segments are made in place up to 15 bytes: around that length, and beyond ASCII there.
+        (
+            "/abcdefghijklmn/abcdefghijklmno/abcdefghijklmnop/abcdefghijklm\u{E9}/abcdefghijk%41%FF",
+            ["abcdefghijklmn", "abcdefghijklmno", "abcdefghijklmnop", "abcdefghijklm\u{E9}", "abcdefghijkA\u{FFFD}"]
+        ),
         // Deeper than 8 segments, and longer than 255 bytes: their places are kept another way.
         ("/1/2/3/4/5/6/7/8/9/10/", ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", ""]),
         ("/" + String(repeating: "x", count: 300) + "/y", [String(repeating: "x", count: 300), "y"]),

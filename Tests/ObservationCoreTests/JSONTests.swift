@@ -67,6 +67,38 @@ struct JSONTests {
         #expect(try JSONParser.parse(json) == .string(text))
     }
 
+    @Test("ASCII strings of 0 to 20 bytes, values and member names, read as the bytes decoded", arguments: 0...20)
+    func asciiStrings(length: Int) throws {
+        let printable = (0x20...0x7E).map(UInt8.init).filter { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        for shift in [0, 31, 62] {
+            let bytes = (0..<length).map { printable[($0 * 7 + shift) % printable.count] }
+            let expected = String(decoding: bytes, as: UTF8.self)
+            let made = bytes.withUnsafeBufferPointer { String(validatedASCII: $0) }
+            #expect(made == expected && made.hashValue == expected.hashValue)
+            #expect(Array(made.utf8) == bytes && made.count == length && made + "é" == expected + "é")
+            let quoted = [UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")]
+            #expect(try JSONParser.parse(quoted) == .string(expected))
+            #expect(try JSONParser.parse(quoted[...]) == .string(expected), "any collection, contiguous")
+            #expect(try JSONParser.parse(quoted.lazy.map { $0 }) == .string(expected), "or not")
+            let object = try JSONParser.parse([UInt8(ascii: "{")] + quoted + Array(#":1}"#.utf8))
+            #expect(object == .object([expected: 1]))
+            guard case .object(let members) = object else { return }
+            #expect(members.keys == [expected] && [expected: 2][members.keys[0]] == 2)
+        }
+    }
+
+    @Test("strings beyond ASCII and invalid UTF-8 at and around 15 bytes", arguments: 12...17)
+    func aroundFifteen(length: Int) throws {
+        let ascii = Array(repeating: UInt8(ascii: "a"), count: length - 2)
+        let text = String(decoding: ascii + [0xC3, 0xA9], as: UTF8.self)  // ends in é
+        #expect(try JSONParser.parse(Array("\"\(text)\"".utf8)) == .string(text))
+        #expect(try JSONParser.parse(Array("{\"\(text)\":1}".utf8)) == .object([text: 1]))
+        for bad: [UInt8] in [ascii + [0xC3, 0x28], ascii + [0xFF, 0x61], [0xC3] + ascii + [0x61]] {
+            #expect(throws: CoreError.self) { try JSONParser.parse([0x22] + bad + [0x22]) }
+            #expect(throws: CoreError.self) { try JSONParser.parse([0x7B, 0x22] + bad + Array(#"":1}"#.utf8)) }
+        }
+    }
+
     @Test("text longer than the writer's stack buffer moves to the heap whole, escapes and all")
     func longText() throws {
         let element = "ab\"c\n\u{01}é\\"

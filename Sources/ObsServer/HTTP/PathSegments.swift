@@ -46,12 +46,18 @@ struct PathSegments: RandomAccessCollection, Sendable {
         }
     }
 
-    /// Segment `index`, decoded (bytes that are not UTF-8 become U+FFFD).
+    /// Segment `index`, decoded (bytes that are not UTF-8 become U+FFFD). An ASCII segment (an
+    /// id, a key path: nearly every one) is made without its bytes checked again.
     subscript(index: Int) -> String {
         let place = bounds(of: index)
         let (text, escaped) = withBytes { bytes in
             let raw = UnsafeBufferPointer(rebasing: bytes[place])
-            return (String(decoding: raw, as: UTF8.self), raw.contains(UInt8(ascii: "%")))
+            var (bits, escaped): (UInt8, Bool) = (0, false)  // every byte or-ed: below 0x80 if all are ASCII
+            for byte in raw {
+                bits |= byte
+                escaped = escaped || byte == UInt8(ascii: "%")
+            }
+            return (bits < 0x80 ? String(validatedASCII: raw) : String(decoding: raw, as: UTF8.self), escaped)
         }
         return escaped ? PercentDecoding.decode(text) : text
     }

@@ -25,6 +25,15 @@ enum RequestID {
     /// string, made without an allocation.
     static func make() -> String {
         let number = counter.add(1, ordering: .relaxed).oldValue
+        guard number >= 1 << 24 else {
+            // `-` and six digits after the prefix's eight: fifteen hex bytes, written as two words.
+            var rest: UInt64 = UInt64(UInt8(ascii: "-"))
+            for index in 0..<6 { rest |= UInt64(hex(number &>> UInt64(20 - 4 * index))) &<< UInt64(8 * (index + 1)) }
+            let words = (prefix.littleEndian, rest.littleEndian)
+            return withUnsafeBytes(of: words) {
+                String(validatedASCII: UnsafeBufferPointer(rebasing: $0.bindMemory(to: UInt8.self)[..<15]))
+            }
+        }
         let digits = max(6, (64 - number.leadingZeroBitCount + 3) / 4)
         return String(unsafeUninitializedCapacity: 9 + digits) { buffer in
             UnsafeMutableRawBufferPointer(buffer).storeBytes(of: prefix.littleEndian, as: UInt64.self)

@@ -36,6 +36,20 @@ public struct JSONParser: ~Copyable {
         return try parse(Array(bytes), maxDepth: maxDepth, maxStringBytes: maxStringBytes)
     }
 
+    /// Parses `bytes` as one JSON document: a request's body, read in place without the generic
+    /// collection's dispatch (`withContiguousStorageIfAvailable` is not specialized across modules).
+    public static func parse(
+        _ bytes: [UInt8], maxDepth: Int = defaultMaxDepth, maxStringBytes: Int = .max
+    ) throws(CoreError) -> JSON {
+        let result = bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(CoreError) -> JSON in
+                var parser = JSONParser(buffer, maxDepth: maxDepth, maxStringBytes: maxStringBytes)
+                return try parser.document()
+            }
+        }
+        return try result.get()
+    }
+
     /// Parses the UTF-8 of `text` as one JSON document.
     public static func parse(
         _ text: String, maxDepth: Int = defaultMaxDepth, maxStringBytes: Int = .max
@@ -125,10 +139,14 @@ public struct JSONParser: ~Copyable {
         }
     }
 
+    /// Inlined, as `expect` is.
+    @inline(__always)
     private mutating func enter() throws(CoreError) {
         depth += 1
-        guard depth <= maxDepth else { throw failure("nesting deeper than \(maxDepth) levels") }
+        guard depth <= maxDepth else { throw tooDeep() }
     }
+
+    private func tooDeep() -> CoreError { failure("nesting deeper than \(maxDepth) levels") }
 
     // MARK: - Scalars
 
@@ -161,16 +179,22 @@ public struct JSONParser: ~Copyable {
     /// (two thirds of its cost for a short string). Decoding replaces each invalid sequence by
     /// U+FFFD, which is valid itself, so a decoded string whose bytes differ from `bytes` had some.
     static func text(_ bytes: UnsafeBufferPointer<UInt8>, ascii: Bool) -> String? {
+        if ascii { return String(validatedASCII: bytes) }
         let text = String(decoding: bytes, as: UTF8.self)
-        return ascii || text.utf8.elementsEqual(bytes) ? text : nil
+        return text.utf8.elementsEqual(bytes) ? text : nil
     }
 
+    /// Inlined (a comparison per string); the error is made out of line.
+    @inline(__always)
     private func checkLength(_ count: Int, of start: Int) throws(CoreError) {
         guard count > maxStringBytes else { return }
-        throw CoreError(
-            .payloadTooLarge,
-            "a string of \(count) bytes at byte \(start - 1) is over the limit of \(maxStringBytes) bytes",
-            details: ["limit": .int(maxStringBytes), "offset": .int(start - 1)])
+        throw Self.tooLong(count, at: start - 1, limit: maxStringBytes)
+    }
+
+    private static func tooLong(_ count: Int, at offset: Int, limit: Int) -> CoreError {
+        CoreError(
+            .payloadTooLarge, "a string of \(count) bytes at byte \(offset) is over the limit of \(limit) bytes",
+            details: ["limit": .int(limit), "offset": .int(offset)])
     }
 
     private mutating func escapedString(from start: Int) throws(CoreError) -> String {
@@ -311,12 +335,15 @@ public struct JSONParser: ~Copyable {
 
     private func peek(_ byte: UInt8) -> Bool { index < bytes.count && bytes[index] == byte }
 
+    /// Inlined (a comparison per `:`, `}` and `]`); the error is made out of line.
+    @inline(__always)
     private mutating func expect(_ byte: UInt8) throws(CoreError) {
-        guard peek(byte) else {
-            if index >= bytes.count { throw failure("unexpected end of input") }
-            throw failure("expected '\(Unicode.Scalar(byte))'")
-        }
+        guard peek(byte) else { throw missing(byte) }
         index += 1
+    }
+
+    private func missing(_ byte: UInt8) -> CoreError {
+        index >= bytes.count ? failure("unexpected end of input") : failure("expected '\(Unicode.Scalar(byte))'")
     }
 
     private func failure(_ message: String, at offset: Int? = nil) -> CoreError {
