@@ -26,11 +26,8 @@ public struct JSONParser: ~Copyable {
     public static func parse(
         _ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth, maxStringBytes: Int = .max
     ) throws(CoreError) -> JSON {
-        let result: Result<JSON, CoreError>? = bytes.withContiguousStorageIfAvailable { buffer in
-            Result { () throws(CoreError) -> JSON in
-                var parser = JSONParser(buffer, maxDepth: maxDepth, maxStringBytes: maxStringBytes)
-                return try parser.document()
-            }
+        let result = bytes.withContiguousStorageIfAvailable {
+            document(in: $0, maxDepth: maxDepth, maxStringBytes: maxStringBytes)
         }
         if let result { return try result.get() }
         return try parse(Array(bytes), maxDepth: maxDepth, maxStringBytes: maxStringBytes)
@@ -41,13 +38,19 @@ public struct JSONParser: ~Copyable {
     public static func parse(
         _ bytes: [UInt8], maxDepth: Int = defaultMaxDepth, maxStringBytes: Int = .max
     ) throws(CoreError) -> JSON {
-        let result = bytes.withUnsafeBufferPointer { buffer in
-            Result { () throws(CoreError) -> JSON in
-                var parser = JSONParser(buffer, maxDepth: maxDepth, maxStringBytes: maxStringBytes)
-                return try parser.document()
-            }
+        try bytes.withUnsafeBufferPointer {
+            document(in: $0, maxDepth: maxDepth, maxStringBytes: maxStringBytes)
+        }.get()
+    }
+
+    /// The document in `buffer`, or why it is not one (as a result: the buffer's closures do not throw typed errors).
+    private static func document(in buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int, maxStringBytes: Int)
+        -> Result<JSON, CoreError>
+    {
+        Result { () throws(CoreError) -> JSON in
+            var parser = JSONParser(buffer, maxDepth: maxDepth, maxStringBytes: maxStringBytes)
+            return try parser.document()
         }
-        return try result.get()
     }
 
     /// Parses the UTF-8 of `text` as one JSON document.
